@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Each CGI program is started once per request, so start-up time is the
+// service's whole cost: the programs import Glibc only and link statically.
+let staticExecutable: [LinkerSetting] = [
+    .unsafeFlags(["-static-executable", "-use-ld=lld"], .when(platforms: [.linux], configuration: .release))
+]
+
+let package = Package(
+    name: "MockCloud",
+    products: [
+        .executable(name: "user-settings", targets: ["user-settings"]),
+    ],
+    dependencies: [],
+    targets: [
+        // Everything the programs share: CGI, JSON, validation, storage, routes.
+        .target(name: "MockCloudCore"),
+
+        // The CGI programs: a few lines each.
+        .executableTarget(
+            name: "user-settings",
+            dependencies: ["MockCloudCore"],
+            linkerSettings: staticExecutable
+        ),
+
+        // Unit tests, one file per feature folder.
+        .testTarget(name: "MockCloudCoreTests", dependencies: ["MockCloudCore"]),
+        // The built programs run as processes: environment + stdin in, CGI out.
+        .testTarget(name: "EndToEndTests", dependencies: ["user-settings"]),
+    ]
+)

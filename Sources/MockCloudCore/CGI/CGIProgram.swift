@@ -1,0 +1,102 @@
+import Glibc
+
+/// The run loop of every CGI program: environment and stdin in, one response
+/// out. `main.swift` calls `serve` and nothing else.
+package enum CGIProgram {
+    /// Seconds a request may take before the program answers 503 and exits.
+    /// fcgiwrap has no time limit of its own, and nginx gives up at 30 s.
+    package static let timeLimitSeconds: UInt32 = 25
+
+    /// Reads the request, calls `handler`, writes its answer and exits.
+    /// - Parameters:
+    ///   - name: the program's name, for lines on stderr.
+    ///   - bodyLimit: the route's largest accepted body, in bytes.
+    package static func serve(
+        name: String, bodyLimit: Int, _ handler: (CGIRequest) throws -> CGIResponse
+    ) -> Never {
+        signal(SIGPIPE, SIG_IGN)
+        signal(SIGALRM, { _ in
+            let answer: StaticString = """
+                Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
+                {"error": "request took too long (storage busy); nothing was written, try again"}
+                """
+            _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount)
+            _exit(1)
+        })
+        alarm(timeLimitSeconds)
+        let environment = processEnvironment()
+        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
+        alarm(0)
+        let bytes = response.serialized
+        do {
+            try Sys.writeAll(1, bytes, path: "stdout")
+        } catch {
+            log(name, "could not write the response: \(error)")
+            exit(1)
+        }
+        exit(0)
+    }
+
+    /// Everything `serve` does except the process plumbing, so that it can be
+    /// tested with any environment and any file descriptor as stdin.
+    package static func respond(
+        environment: [String: String], bodyLimit: Int, stdin: Int32, name: String,
+        _ handler: (CGIRequest) throws -> CGIResponse
+    ) -> CGIResponse {
+        do {
+            let body = try readBody(environment: environment, limit: bodyLimit, from: stdin)
+            return try handler(CGIRequest(environment: environment, body: body))
+        } catch let error as any HTTPResponseError {
+            if let detail = error.logDetail { log(name, detail) }
+            return .error(error)
+        } catch {
+            log(name, "unexpected error: \(error)")
+            return .error(ServerError(message: "internal error; see the server log"))
+        }
+    }
+
+    /// Reads exactly `CONTENT_LENGTH` bytes. The whole body is always read,
+    /// even when it is refused: fcgiwrap writes all of stdin first, and a
+    /// program that exits early turns its own 4xx into a 502.
+    static func readBody(environment: [String: String], limit: Int, from fd: Int32) throws -> [UInt8] {
+        let declared = environment["CONTENT_LENGTH"] ?? ""
+        if declared.isEmpty { return [] }
+        guard declared.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let length = Int(declared)
+        else { throw RequestError.invalidContentLength(declared) }
+        if length > limit {
+            var remaining = length
+            while remaining > 0 {
+                let chunk = try Sys.readAll(fd, path: "stdin", limit: min(remaining, 1 << 20))
+                if chunk.isEmpty { break }
+                remaining -= chunk.count
+            }
+            throw RequestError.bodyTooLarge(limit: limit)
+        }
+        let body = try Sys.readAll(fd, path: "stdin", limit: length)
+        if body.count < length {
+            throw RequestError.bodyShorterThanContentLength(expected: length, received: body.count)
+        }
+        return body
+    }
+
+    /// The process environment as a dictionary.
+    package static func processEnvironment() -> [String: String] {
+        var result: [String: String] = [:]
+        var cursor = environ
+        while let entry = cursor.pointee {
+            let pair = String(cString: entry)
+            if let equals = pair.firstIndex(of: "=") {
+                result[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+            }
+            cursor += 1
+        }
+        return result
+    }
+
+    /// One line on stderr, which fcgiwrap `-f` hands to nginx's error log.
+    package static func log(_ name: String, _ line: String) {
+        let text = Array("mockcloud \(name): \(line)\n".utf8)
+        try? Sys.writeAll(2, text, path: "stderr")
+    }
+}

@@ -1,0 +1,94 @@
+/// An HTTP request as CGI (RFC 3875) hands it over: meta-variables plus the body.
+package struct CGIRequest: Sendable {
+    /// `REQUEST_METHOD`, e.g. `PUT`.
+    package var method: String
+    /// The normalised, percent-decoded path (`DOCUMENT_URI`), without the query.
+    package var path: String
+    /// `QUERY_STRING`, still percent-encoded.
+    package var query: String
+    /// `CONTENT_TYPE`; empty when the client sent none.
+    package var contentType: String
+    /// The whole body, exactly `CONTENT_LENGTH` bytes.
+    package var body: [UInt8]
+    /// Every meta-variable, e.g. `HTTP_X_USER_KEY`, `MOCKCLOUD_DATA`.
+    package var environment: [String: String]
+
+    /// Builds a request from CGI meta-variables.
+    package init(environment: [String: String], body: [UInt8]) {
+        self.environment = environment
+        self.body = body
+        method = environment["REQUEST_METHOD"] ?? "GET"
+        contentType = environment["CONTENT_TYPE"] ?? ""
+        query = environment["QUERY_STRING"] ?? ""
+        if let documentURI = environment["DOCUMENT_URI"], !documentURI.isEmpty {
+            path = documentURI
+        } else if let requestURI = environment["REQUEST_URI"], !requestURI.isEmpty {
+            path = String(requestURI.prefix { $0 != "?" })
+        } else {
+            path = (environment["SCRIPT_NAME"] ?? "") + (environment["PATH_INFO"] ?? "")
+        }
+    }
+
+    /// Builds a request the way a test or a tool would describe it.
+    package init(
+        method: String, path: String, query: String = "", headers: [String: String] = [:],
+        contentType: String = "", body: [UInt8] = [], environment: [String: String] = [:]
+    ) {
+        var env = environment
+        for (name, value) in headers { env[CGIRequest.metaVariable(forHeader: name)] = value }
+        env["REQUEST_METHOD"] = method
+        env["DOCUMENT_URI"] = path
+        env["QUERY_STRING"] = query
+        env["CONTENT_TYPE"] = contentType
+        self.init(environment: env, body: body)
+    }
+
+    /// The value of a request header, e.g. `header("If-Match")`.
+    package func header(_ name: String) -> String? {
+        environment[CGIRequest.metaVariable(forHeader: name)]
+    }
+
+    /// `X-User-Key` → `HTTP_X_USER_KEY`.
+    static func metaVariable(forHeader name: String) -> String {
+        var out = "HTTP_"
+        for scalar in name.unicodeScalars {
+            switch scalar {
+            case "-": out.append("_")
+            case "a"..."z": out.unicodeScalars.append(Unicode.Scalar(scalar.value - 32)!)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// The `X-User-Key`, checked against the allow-list before it touches any path.
+    package func userKey() throws(RequestError) -> UserKey {
+        guard let raw = header("X-User-Key"), !raw.isEmpty else { throw .missingUserKey }
+        guard let key = UserKey(raw) else { throw .invalidUserKey }
+        return key
+    }
+
+    /// The media type of `Content-Type` without parameters, lowercased.
+    package var mediaType: String {
+        let bare = contentType.prefix { $0 != ";" }
+        return bare.trimmingSpaces().lowercased()
+    }
+}
+
+extension Substring {
+    func trimmingSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}
+
+/// A user key that passed `^[A-Za-z0-9_-]{1,128}$`: safe as a file name.
+package struct UserKey: Sendable, Hashable, CustomStringConvertible {
+    package let rawValue: String
+
+    package init?(_ raw: String) {
+        guard Identifier.isValidUserKey(raw) else { return nil }
+        rawValue = raw
+    }
+
+    package var description: String { rawValue }
+}

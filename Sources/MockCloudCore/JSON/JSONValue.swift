@@ -1,0 +1,97 @@
+/// A JSON value that keeps what the client sent: object member order and the
+/// literal text of every number (`0.9990998620664758`, `12345678901234567890`).
+package enum JSONValue: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    /// The number exactly as written in the source, e.g. `1.50e3`.
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// The members when this is an object.
+    package var objectValue: JSONObject? {
+        if case .object(let object) = self { return object }
+        return nil
+    }
+
+    /// The text when this is a string.
+    package var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+}
+
+/// One `"key": value` pair of an object.
+package struct JSONMember: Equatable, Sendable {
+    package var key: String
+    package var value: JSONValue
+
+    package init(_ key: String, _ value: JSONValue) {
+        self.key = key
+        self.value = value
+    }
+}
+
+/// A JSON object as an ordered list of members with unique keys.
+/// Setting an existing key replaces its value in place (as a Python dict does);
+/// a new key is appended; setting `nil` removes the member.
+package struct JSONObject: Equatable, Sendable {
+    package private(set) var members: [JSONMember] = []
+
+    package init() {}
+
+    /// Builds an object; a repeated key keeps its first position and last value.
+    package init(_ members: [JSONMember]) {
+        for member in members { self[member.key] = member.value }
+    }
+
+    package var isEmpty: Bool { members.isEmpty }
+    package var count: Int { members.count }
+
+    package func index(of key: String) -> Int? {
+        members.firstIndex { $0.key == key }
+    }
+
+    package subscript(key: String) -> JSONValue? {
+        get { index(of: key).map { members[$0].value } }
+        set {
+            let found = index(of: key)
+            switch (found, newValue) {
+            case (let i?, let value?): members[i].value = value
+            case (let i?, nil): members.remove(at: i)
+            case (nil, let value?): members.append(JSONMember(key, value))
+            case (nil, nil): break
+            }
+        }
+    }
+
+    /// Appends a member whose key the caller knows to be new (the parser uses
+    /// this with its own index so that large objects stay linear).
+    mutating func appendNew(_ key: String, _ value: JSONValue) {
+        members.append(JSONMember(key, value))
+    }
+
+    /// Replaces the value at a known position.
+    mutating func replaceValue(at index: Int, with value: JSONValue) {
+        members[index].value = value
+    }
+}
+
+extension JSONValue {
+    /// Applies an RFC 7396 merge patch: members of an object patch replace in
+    /// place, new ones are appended, `null` removes, nested objects merge;
+    /// any other patch replaces the whole value.
+    package func merging(patch: JSONValue) -> JSONValue {
+        guard case .object(let patchObject) = patch else { return patch }
+        var target = objectValue ?? JSONObject()
+        for member in patchObject.members {
+            if member.value == .null {
+                target[member.key] = nil
+            } else {
+                target[member.key] = (target[member.key] ?? .null).merging(patch: member.value)
+            }
+        }
+        return .object(target)
+    }
+}

@@ -1,0 +1,119 @@
+import Glibc
+
+/// Why storage failed, in words for the client; the `SystemError` goes to stderr.
+package struct StorageError: HTTPResponseError {
+    /// The failed call, with its errno.
+    package let cause: SystemError
+    /// True when the failure happened while changing data (nothing was written).
+    package let writing: Bool
+
+    package init(_ cause: SystemError, writing: Bool) {
+        self.cause = cause
+        self.writing = writing
+    }
+
+    package var status: Int { writing && cause.isNoSpace ? 507 : 500 }
+
+    package var message: String {
+        let outcome = writing ? "; nothing was written and the stored data is unchanged" : ""
+        if cause.isNoSpace { return "the data directory is full" + outcome }
+        if cause.isNotWritable {
+            return (writing ? "the data directory is not writable" : "the stored data is not readable") + outcome
+        }
+        return (writing ? "storage failed" : "reading the stored data failed") + outcome
+    }
+
+    package var logDetail: String? { cause.description }
+}
+
+/// Whole-file writes that a crash cannot tear: a unique temporary file in the
+/// same directory (`O_EXCL`), fsync, rename over the target, fsync the directory.
+package enum AtomicFile {
+    /// Replaces `name` in `directory` with `bytes`, creating the directory
+    /// (0700) when it is missing. Throws `StorageError` and leaves the old file.
+    package static func write(_ bytes: [UInt8], to name: String, in directory: String) throws {
+        do {
+            try Sys.makeDirectories(directory)
+            let target = directory + "/" + name
+            let (temporary, fd) = try createTemporary(for: name, in: directory)
+            do {
+                try Sys.closing(fd) { fd in
+                    try Sys.writeAll(fd, bytes, path: temporary)
+                    try Sys.fsync(fd, path: temporary)
+                }
+                try Sys.rename(temporary, target)
+            } catch {
+                _ = try? Sys.unlink(temporary)
+                throw error
+            }
+            try Sys.syncDirectory(directory)
+        } catch let error as SystemError {
+            throw StorageError(error, writing: true)
+        }
+    }
+
+    /// Removes `name` from `directory` durably; false when it was not there.
+    package static func remove(_ name: String, in directory: String) throws -> Bool {
+        do {
+            guard try Sys.unlink(directory + "/" + name) else { return false }
+            try Sys.syncDirectory(directory)
+            return true
+        } catch let error as SystemError {
+            throw StorageError(error, writing: true)
+        }
+    }
+
+    /// Reads `name` from `directory`; `nil` when it does not exist.
+    package static func read(_ name: String, in directory: String) throws -> [UInt8]? {
+        do {
+            return try Sys.readFile(directory + "/" + name)
+        } catch let error as SystemError {
+            throw StorageError(error, writing: false)
+        }
+    }
+
+    /// The prefix of every temporary file; readers and tools skip such names.
+    package static let temporaryPrefix = ".tmp-"
+
+    /// `.tmp-<name>.<pid>.<n>`, created with `O_EXCL` so that no two writers share one.
+    private static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
+        var attempt = 0
+        while true {
+            let path = "\(directory)/\(temporaryPrefix)\(name).\(getpid()).\(attempt)"
+            do {
+                return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+            } catch let error as SystemError where error.errno == EEXIST && attempt < 1000 {
+                attempt += 1
+            }
+        }
+    }
+}
+
+/// Per-key exclusive locks (`flock`) on files under `<data>/.locks/`, so that
+/// requests on one key are serialised and requests on different keys are not.
+package enum KeyLock {
+    /// Runs `body` while holding the lock named `scope.key`.
+    package static func withLock<T>(root: String, scope: String, key: UserKey, _ body: () throws -> T) throws -> T {
+        let directory = root + "/.locks"
+        let path = "\(directory)/\(scope).\(key.rawValue).lock"
+        let fd: Int32
+        do {
+            do {
+                fd = try Sys.open(path, O_RDWR | O_CREAT, mode: 0o600)
+            } catch let error as SystemError where error.errno == ENOENT {
+                try Sys.makeDirectories(directory)
+                fd = try Sys.open(path, O_RDWR | O_CREAT, mode: 0o600)
+            }
+        } catch let error as SystemError {
+            throw StorageError(error, writing: true)
+        }
+        return try Sys.closing(fd) { fd in
+            do {
+                try Sys.lockExclusive(fd, path: path)
+            } catch let error as SystemError {
+                throw StorageError(error, writing: true)
+            }
+            return try body()
+        }
+    }
+}

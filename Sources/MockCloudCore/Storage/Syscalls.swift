@@ -1,0 +1,153 @@
+import Glibc
+
+/// A failed system call: which call, on which path, and the C `errno` it left.
+package struct SystemError: Error, CustomStringConvertible, Equatable {
+    /// The C function that failed, e.g. `open`.
+    package let call: String
+    /// The path it worked on, when there is one.
+    package let path: String
+    /// The C error, e.g. `ENOSPC`.
+    package let errno: Int32
+
+    package init(_ call: String, path: String = "", errno: Int32) {
+        self.call = call
+        self.path = path
+        self.errno = errno
+    }
+
+    package var description: String {
+        let reason = String(cString: strerror(errno))
+        return path.isEmpty ? "\(call): \(reason)" : "\(call) \(path): \(reason)"
+    }
+
+    /// True for "the disk or the quota is full".
+    package var isNoSpace: Bool { errno == ENOSPC || errno == EDQUOT }
+    /// True for "this place cannot be written".
+    package var isNotWritable: Bool { errno == EACCES || errno == EPERM || errno == EROFS }
+}
+
+/// Thin wrappers over the system calls the stores use: each retries `EINTR`,
+/// loops over partial reads and writes, and throws a `SystemError` with errno.
+package enum Sys {
+    /// Runs `body` until it stops failing with `EINTR`; a `-1` result throws.
+    @inline(__always)
+    static func retrying<T: FixedWidthInteger>(
+        _ call: String, _ path: String, _ body: () -> T
+    ) throws -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = Glibc.errno
+            if code != EINTR { throw SystemError(call, path: path, errno: code) }
+        }
+    }
+
+    /// `open(2)` with `O_CLOEXEC`.
+    package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
+        try retrying("open", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+    }
+
+    /// `close(2)`; errors are ignored because the descriptor is gone either way.
+    package static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+
+    /// Runs `body` with `fd` and closes it on every path.
+    package static func closing<T>(_ fd: Int32, _ body: (Int32) throws -> T) rethrows -> T {
+        defer { close(fd) }
+        return try body(fd)
+    }
+
+    /// Reads until end of file, or until `limit` bytes when given.
+    package static func readAll(_ fd: Int32, path: String = "", limit: Int = Int.max) throws -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while out.count < limit {
+            let want = min(buffer.count, limit - out.count)
+            let got = try buffer.withUnsafeMutableBytes { raw in
+                try retrying("read", path) { Glibc.read(fd, raw.baseAddress!, want) }
+            }
+            if got == 0 { break }
+            out.append(contentsOf: buffer[0..<got])
+        }
+        return out
+    }
+
+    /// Writes every byte, looping over partial writes.
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String = "") throws {
+        try bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                offset += try retrying("write", path) { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
+            }
+        }
+    }
+
+    /// `fsync(2)`.
+    package static func fsync(_ fd: Int32, path: String = "") throws {
+        _ = try retrying("fsync", path) { Glibc.fsync(fd) }
+    }
+
+    /// `rename(2)`.
+    package static func rename(_ from: String, _ to: String) throws {
+        _ = try retrying("rename", to) { Glibc.rename(from, to) }
+    }
+
+    /// `unlink(2)`; returns false when the file was not there.
+    @discardableResult
+    package static func unlink(_ path: String) throws -> Bool {
+        do {
+            _ = try retrying("unlink", path) { Glibc.unlink(path) }
+            return true
+        } catch let error as SystemError where error.errno == ENOENT {
+            return false
+        }
+    }
+
+    /// `flock(fd, LOCK_EX)`: waits until this process holds the lock.
+    package static func lockExclusive(_ fd: Int32, path: String = "") throws {
+        _ = try retrying("flock", path) { systemFlock(fd, LOCK_EX) }
+    }
+
+    /// Creates `path` and its missing parents with `mode`; existing ones are fine.
+    package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
+        if Glibc.mkdir(path, mode) == 0 { return }
+        let code = Glibc.errno
+        if code == EEXIST { return }
+        if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try makeDirectories(String(path[..<slash]), mode: mode)
+            if Glibc.mkdir(path, mode) == 0 || Glibc.errno == EEXIST { return }
+            throw SystemError("mkdir", path: path, errno: Glibc.errno)
+        }
+        throw SystemError("mkdir", path: path, errno: code)
+    }
+
+    /// Reads a whole file; `nil` when it does not exist.
+    package static func readFile(_ path: String) throws -> [UInt8]? {
+        let fd: Int32
+        do {
+            fd = try open(path, O_RDONLY)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return nil
+        }
+        defer { close(fd) }
+        return try readAll(fd, path: path)
+    }
+
+    /// fsyncs a directory so that a rename or unlink in it survives power loss.
+    package static func syncDirectory(_ path: String) throws {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        try fsync(fd, path: path)
+    }
+
+    /// The value of an environment variable of this process.
+    package static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+}
+
+/// `flock(2)`: Glibc's module also has `struct flock`, which hides the function
+/// from Swift, so it is bound here by its C symbol.
+@_silgen_name("flock")
+private func systemFlock(_ fd: Int32, _ operation: Int32) -> Int32
