@@ -1,0 +1,37 @@
+# MockCloud: the README's two commands are `make serve` and `make test`.
+SHELL := /bin/bash
+PROGRAMS := user-settings
+SWIFT ?= swift
+export PATH := /opt/swift/usr/bin:$(PATH)
+
+.PHONY: serve test deps build install unit acceptance bench clean
+
+## Serve HTTPS on 127.0.0.1:8443 (MOCKCLOUD_PORT/DATA/RUN/HOST/UPSTREAM/...).
+serve: deps install
+	@exec nginx/mockcloud-nginx.sh serve
+
+## Every test: unit, process and acceptance (real nginx + fcgiwrap + TLS).
+test: deps install
+	@Tests/run-all.sh
+
+## nginx, fcgiwrap and libssl-dev, installed with apt-get when missing.
+deps:
+	@nginx/mockcloud-nginx.sh deps
+
+## One release build of every program.
+build:
+	$(SWIFT) build -c release
+
+## The built programs, copied into cgi-bin/.
+install: build
+	@mkdir -p cgi-bin
+	@for p in $(PROGRAMS); do install -m 0755 .build/release/$$p cgi-bin/$$p; done
+
+unit:
+	$(SWIFT) test
+
+acceptance: install
+	@Tests/acceptance/run.sh
+
+clean:
+	rm -rf .build cgi-bin/*
