@@ -11,6 +11,7 @@ let package = Package(
     name: "MockCloud",
     products: [
         .executable(name: "user-settings", targets: ["user-settings"]),
+        .executable(name: "inbox", targets: ["inbox"]),
     ],
     dependencies: [],
     targets: [
@@ -24,9 +25,15 @@ let package = Package(
             linkerSettings: staticExecutable
         ),
 
+        .executableTarget(
+            name: "inbox",
+            dependencies: ["MockCloudCore"],
+            linkerSettings: staticExecutable
+        ),
+
         // Unit tests, one file per feature folder.
         .testTarget(name: "MockCloudCoreTests", dependencies: ["MockCloudCore"]),
         // The built programs run as processes: environment + stdin in, CGI out.
-        .testTarget(name: "EndToEndTests", dependencies: ["user-settings"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["user-settings", "inbox"]),
     ]
 )

@@ -89,11 +89,14 @@ package enum AtomicFile {
     }
 }
 
-/// Per-key exclusive locks (`flock`) on files under `<data>/.locks/`, so that
-/// requests on one key are serialised and requests on different keys are not.
+/// Per-key locks (`flock`) on files under `<data>/.locks/`: writers on one key
+/// are serialised, readers of a key's feed share the lock so that they never
+/// see a write half done, and different keys never wait for each other.
 package enum KeyLock {
     /// Runs `body` while holding the lock named `scope.key`.
-    package static func withLock<T>(root: String, scope: String, key: UserKey, _ body: () throws -> T) throws -> T {
+    package static func withLock<T>(
+        root: String, scope: String, key: UserKey, shared: Bool = false, _ body: () throws -> T
+    ) throws -> T {
         let directory = root + "/.locks"
         let path = "\(directory)/\(scope).\(key.rawValue).lock"
         let fd: Int32
@@ -104,14 +107,18 @@ package enum KeyLock {
                 try Sys.makeDirectories(directory)
                 fd = try Sys.open(path, O_RDWR | O_CREAT, mode: 0o600)
             }
+        } catch let error as SystemError where shared && error.isNotWritable {
+            // A read-only data directory has no writers to wait for.
+            guard let readOnly = try? Sys.open(path, O_RDONLY) else { return try body() }
+            fd = readOnly
         } catch let error as SystemError {
-            throw StorageError(error, writing: true)
+            throw StorageError(error, writing: !shared)
         }
         return try Sys.closing(fd) { fd in
             do {
-                try Sys.lockExclusive(fd, path: path)
+                try Sys.lock(fd, shared: shared, path: path)
             } catch let error as SystemError {
-                throw StorageError(error, writing: true)
+                throw StorageError(error, writing: !shared)
             }
             return try body()
         }

@@ -83,6 +83,50 @@ package enum Sys {
         }
     }
 
+    /// `pread(2)` of up to `count` bytes at `offset`; fewer at end of file.
+    package static func read(_ fd: Int32, count: Int, at offset: Int, path: String = "") throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var got = 0
+        while got < count {
+            let n = try out.withUnsafeMutableBytes { raw in
+                try retrying("pread", path) { Glibc.pread(fd, raw.baseAddress! + got, count - got, off_t(offset + got)) }
+            }
+            if n == 0 { break }
+            got += n
+        }
+        out.removeLast(count - got)
+        return out
+    }
+
+    /// `pwrite(2)` of every byte at `offset`.
+    package static func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String = "") throws {
+        try bytes.withUnsafeBytes { raw in
+            var done = 0
+            while done < raw.count {
+                done += try retrying("pwrite", path) {
+                    Glibc.pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + done))
+                }
+            }
+        }
+    }
+
+    /// `ftruncate(2)`.
+    package static func truncate(_ fd: Int32, to size: Int, path: String = "") throws {
+        _ = try retrying("ftruncate", path) { Glibc.ftruncate(fd, off_t(size)) }
+    }
+
+    /// `fdatasync(2)`: the data and the size, without the other metadata.
+    package static func fdatasync(_ fd: Int32, path: String = "") throws {
+        _ = try retrying("fdatasync", path) { Glibc.fdatasync(fd) }
+    }
+
+    /// The size of an open file.
+    package static func size(_ fd: Int32, path: String = "") throws -> Int {
+        var st = stat()
+        _ = try retrying("fstat", path) { Glibc.fstat(fd, &st) }
+        return Int(st.st_size)
+    }
+
     /// `fsync(2)`.
     package static func fsync(_ fd: Int32, path: String = "") throws {
         _ = try retrying("fsync", path) { Glibc.fsync(fd) }
@@ -104,9 +148,9 @@ package enum Sys {
         }
     }
 
-    /// `flock(fd, LOCK_EX)`: waits until this process holds the lock.
-    package static func lockExclusive(_ fd: Int32, path: String = "") throws {
-        _ = try retrying("flock", path) { systemFlock(fd, LOCK_EX) }
+    /// `flock(2)`: waits until this process holds the lock, shared or exclusive.
+    package static func lock(_ fd: Int32, shared: Bool, path: String = "") throws {
+        _ = try retrying("flock", path) { systemFlock(fd, shared ? LOCK_SH : LOCK_EX) }
     }
 
     /// Creates `path` and its missing parents with `mode`; existing ones are fine.

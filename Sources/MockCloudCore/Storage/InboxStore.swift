@@ -1,0 +1,372 @@
+/// A message as stored in `<data>/inbox/<key>/messages/<id>.json`: the
+/// envelope of a live message, or the tombstone a deletion leaves.
+package struct Envelope: Sendable, Equatable {
+    package var id: MessageID
+    package var version: Int64
+    package var seq: Int64
+    /// The `X-Device-Id` that wrote it, if any.
+    package var source: String?
+    package var serverReceivedAt: String
+    /// The client's JSON object, kept intact; `nil` for a tombstone.
+    package var body: JSONValue?
+
+    package var isTombstone: Bool { body == nil }
+
+    /// `{"id", "version", "seq", "source", "serverReceivedAt", "body"}`, or for
+    /// a tombstone `{"id", "version", "seq", "source", "serverReceivedAt", "deleted": true}`.
+    package var json: JSONValue {
+        var object = JSONObject()
+        object["id"] = .string(id.rawValue)
+        object["version"] = .number(String(version))
+        object["seq"] = .number(String(seq))
+        object["source"] = source.map(JSONValue.string) ?? .null
+        object["serverReceivedAt"] = .string(serverReceivedAt)
+        if let body { object["body"] = body } else { object["deleted"] = .bool(true) }
+        return .object(object)
+    }
+
+    /// The `{"id", "seq"}` entry a deletion makes in the feed.
+    package var deletionJSON: JSONValue {
+        .object(JSONObject([JSONMember("id", .string(id.rawValue)), JSONMember("seq", .number(String(seq)))]))
+    }
+
+    /// The bytes stored on disk.
+    package var bytes: [UInt8] { JSONPrinter.compact(json) }
+
+    package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: JSONValue?) {
+        self.id = id
+        self.version = version
+        self.seq = seq
+        self.source = source
+        self.serverReceivedAt = serverReceivedAt
+        self.body = body
+    }
+
+    /// Reads a stored envelope; `nil` when the bytes are not one.
+    package init?(bytes: [UInt8]) {
+        guard let object = (try? JSONParser.parse(bytes))?.objectValue,
+            let id = object["id"]?.stringValue.flatMap(MessageID.init),
+            case .number(let versionText)? = object["version"], let version = Int64(versionText),
+            case .number(let seqText)? = object["seq"], let seq = Int64(seqText),
+            let received = object["serverReceivedAt"]?.stringValue
+        else { return nil }
+        let body = object["body"]
+        guard body?.objectValue != nil || object["deleted"] == .bool(true) else { return nil }
+        self.init(id: id, version: version, seq: seq, source: object["source"]?.stringValue,
+                  serverReceivedAt: received, body: body)
+    }
+}
+
+/// Limits and compaction settings of the inbox.
+package struct InboxSettings: Sendable {
+    /// Live messages one key may hold (`MOCKCLOUD_INBOX_MAX_MESSAGES`).
+    package var maxMessages = 100_000
+    /// How long a tombstone is kept for anchored readers
+    /// (`MOCKCLOUD_INBOX_TOMBSTONE_HORIZON`, seconds; 30 days by default).
+    package var tombstoneHorizonSeconds: Int64 = 30 * 86400
+    /// The log is compacted once it holds this many records and twice as many
+    /// as after the last compaction, so compaction costs O(1) per write.
+    package var compactionMinimumRecords = 1024
+
+    package init() {}
+
+    /// Reads the settings that nginx passes as `fastcgi_param`s.
+    package init(environment: [String: String]) throws {
+        func value(_ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
+            guard let text = environment[name], !text.isEmpty else { return nil }
+            guard let number = Int64(text), range.contains(number) else {
+                throw ServerError(
+                    message: "server misconfigured: \(name) must be an integer from \(range.lowerBound) to \(range.upperBound)",
+                    logDetail: "\(name)=\(text) is not an integer from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return number
+        }
+        if let max = try value("MOCKCLOUD_INBOX_MAX_MESSAGES", 1...100_000_000) { maxMessages = Int(max) }
+        if let horizon = try value("MOCKCLOUD_INBOX_TOMBSTONE_HORIZON", 0...100 * 365 * 86400) {
+            tombstoneHorizonSeconds = horizon
+        }
+        if let minimum = try value("MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS", 1...100_000_000) {
+            compactionMinimumRecords = Int(minimum)
+        }
+    }
+}
+
+/// What the inbox refuses, beyond the common request errors.
+package enum InboxError: HTTPResponseError {
+    case noMessage
+    case lowerVersion(incoming: Int64, current: Envelope)
+    case inboxFull(limit: Int)
+    case malformedAnchor
+    case anchorNotAnswerable(reason: String)
+    case damagedLog(path: String)
+    case damagedMessage(path: String)
+
+    package var status: Int {
+        switch self {
+        case .noMessage: return 404
+        case .lowerVersion: return 409
+        case .inboxFull: return 507
+        case .malformedAnchor: return 400
+        case .anchorNotAnswerable: return 410
+        case .damagedLog, .damagedMessage: return 500
+        }
+    }
+
+    package var message: String {
+        switch self {
+        case .noMessage: return "no message with this id"
+        case .lowerVersion(let incoming, let current):
+            return "X-Sync-Version \(incoming) is lower than the stored version \(current.version); nothing was written"
+        case .inboxFull(let limit):
+            return "inbox full: this key already holds \(limit) messages; delete some first"
+        case .malformedAnchor: return "malformed anchor: pass back exactly the anchor a previous page returned"
+        case .anchorNotAnswerable(let reason): return "\(reason); restart without an anchor"
+        case .damagedLog: return "the inbox's change log is damaged; see the server log"
+        case .damagedMessage: return "a stored message is damaged; see the server log"
+        }
+    }
+
+    package var extraMembers: [JSONMember] {
+        if case .lowerVersion(_, let current) = self { return [JSONMember("current", current.json)] }
+        return []
+    }
+
+    package var logDetail: String? {
+        switch self {
+        case .damagedLog(let path): return "\(path): not a valid change log"
+        case .damagedMessage(let path): return "\(path): not a valid message envelope"
+        default: return nil
+        }
+    }
+}
+
+/// One page of the anchored change feed.
+package struct FeedPage: Sendable, Equatable {
+    package var messages: [Envelope]
+    package var deleted: [Envelope]
+    package var anchor: Anchor
+    package var hasMore: Bool
+
+    package var json: JSONValue {
+        .object(JSONObject([
+            JSONMember("messages", .array(messages.map(\.json))),
+            JSONMember("deleted", .array(deleted.map(\.deletionJSON))),
+            JSONMember("anchor", .string(anchor.description)),
+            JSONMember("hasMore", .bool(hasMore)),
+        ]))
+    }
+}
+
+/// A key's inbox: `<data>/inbox/<key>/messages/<id>.json` holds each message's
+/// latest state (atomic writes), `<data>/inbox/<key>/changes.log` the order of
+/// changes (see `ChangeLog`). Every change takes the key's exclusive lock,
+/// appends its record (durable) and then replaces the message file; feed
+/// readers take the lock shared, so a message is visible only with its final seq.
+package struct InboxStore: Sendable {
+    package let root: String
+    package let key: UserKey
+    package let settings: InboxSettings
+    let clock: @Sendable () -> Timestamp.Micros
+
+    package init(root: String, key: UserKey, settings: InboxSettings = InboxSettings(),
+                 clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now) {
+        self.root = root
+        self.key = key
+        self.settings = settings
+        self.clock = clock
+    }
+
+    package var directory: String { "\(root)/inbox/\(key.rawValue)" }
+    package var messagesDirectory: String { directory + "/messages" }
+    var logPath: String { directory + "/changes.log" }
+    static let lockScope = "inbox"
+
+    private func fileName(_ id: MessageID) -> String { id.rawValue + ".json" }
+
+    /// The stored state of `id`: the envelope, a tombstone, or `nil`.
+    package func load(_ id: MessageID) throws -> Envelope? {
+        guard let bytes = try AtomicFile.read(fileName(id), in: messagesDirectory) else { return nil }
+        guard let envelope = Envelope(bytes: bytes), envelope.id == id else {
+            throw InboxError.damagedMessage(path: messagesDirectory + "/" + fileName(id))
+        }
+        return envelope
+    }
+
+    /// How a PUT ended.
+    package enum PutOutcome: Equatable {
+        /// No message had this id (or only a tombstone): 201.
+        case created(Envelope)
+        /// A lower version, or the same version with another body: 200, new seq.
+        case replaced(Envelope)
+        /// The same version and body: a retry, nothing written.
+        case unchanged(Envelope)
+    }
+
+    /// Stores `body` under `id` with the sync version rules of HealthKit.
+    package func put(_ id: MessageID, version: Int64, source: String?, body: JSONValue) throws -> PutOutcome {
+        try changing { log in
+            let current = try load(id)
+            if let current, !current.isTombstone {
+                if version < current.version { throw InboxError.lowerVersion(incoming: version, current: current) }
+                if version == current.version, current.body.map(JSONPrinter.compact) == JSONPrinter.compact(body) {
+                    return .unchanged(current)
+                }
+            }
+            let isNew = current?.isTombstone ?? true
+            let live = try liveCount(log) + (isNew ? 1 : 0)
+            if isNew && live > settings.maxMessages { throw InboxError.inboxFull(limit: settings.maxMessages) }
+            let envelope = Envelope(
+                id: id, version: version, seq: try log.lastSeq() + 1, source: source,
+                serverReceivedAt: Timestamp.format(clock()), body: body)
+            try commit(envelope, live: live, log: &log)
+            return isNew ? .created(envelope) : .replaced(envelope)
+        }
+    }
+
+    /// Replaces a live message with a tombstone; false when there was none.
+    package func delete(_ id: MessageID, source: String?) throws -> Bool {
+        try changing { log in
+            guard let current = try load(id), !current.isTombstone else { return false }
+            let tombstone = Envelope(
+                id: id, version: current.version, seq: try log.lastSeq() + 1, source: source,
+                serverReceivedAt: Timestamp.format(clock()), body: nil)
+            try commit(tombstone, live: try liveCount(log) - 1, log: &log)
+            return true
+        }
+    }
+
+    /// The changes after `anchor`, oldest first, each id once in its latest state.
+    package func changes(after anchor: Anchor, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
+        try KeyLock.withLock(root: root, scope: Self.lockScope, key: key, shared: true) {
+            guard let log = try ChangeLog.openForReading(logPath) else {
+                if anchor.seq != 0 { throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored") }
+                return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
+            }
+            defer { log.close() }
+            return try page(log, after: anchor, limit: limit, excluding: excluded)
+        }
+    }
+
+    private func page(_ log: ChangeLog, after anchor: Anchor, limit: Int, excluding excluded: String?) throws -> FeedPage {
+        let header = log.header
+        if anchor.seq != 0 {
+            if anchor.generation != header.generation {
+                throw InboxError.anchorNotAnswerable(reason: "anchor belongs to an inbox that no longer exists")
+            }
+            if anchor.seq > (try log.lastSeq()) {
+                throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
+            }
+            if anchor.seq < header.compactedThrough {
+                throw InboxError.anchorNotAnswerable(reason: "anchor is older than the deletions this inbox still keeps")
+            }
+        }
+        var result = FeedPage(messages: [], deleted: [], anchor: Anchor(generation: header.generation, seq: anchor.seq), hasMore: false)
+        // Records that are superseded or excluded cost a read but fill no slot;
+        // past this budget the page ends early with hasMore, to keep its cost bounded.
+        var budget = limit * 10 + 100
+        var index = try log.firstIndex(after: anchor.seq)
+        var taken = 0
+        while index < log.count {
+            for record in try log.records(from: index, count: min(64, budget)) {
+                // A record whose message has moved on to a later seq is superseded.
+                if let state = try load(record.id), state.seq == record.seq,
+                    state.isTombstone || excluded == nil || state.source != excluded
+                {
+                    if taken == limit {
+                        result.hasMore = true
+                        return result
+                    }
+                    if state.isTombstone { result.deleted.append(state) } else { result.messages.append(state) }
+                    taken += 1
+                }
+                result.anchor = Anchor(generation: header.generation, seq: record.seq)
+                index += 1
+                budget -= 1
+                if budget == 0 {
+                    result.hasMore = index < log.count
+                    return result
+                }
+            }
+        }
+        return result
+    }
+
+    /// Runs a change under the key's exclusive lock with the log open for appending.
+    private func changing<T>(_ body: (inout ChangeLog) throws -> T) throws -> T {
+        try KeyLock.withLock(root: root, scope: Self.lockScope, key: key) {
+            var log: ChangeLog
+            do {
+                try Sys.makeDirectories(messagesDirectory)
+                log = try ChangeLog.openForWriting(logPath, directory: directory)
+            } catch let error as SystemError {
+                throw StorageError(error, writing: true)
+            }
+            defer { log.close() }
+            let result = try body(&log)
+            try compactIfDue(&log)
+            return result
+        }
+    }
+
+    /// Live messages now. The last record says so, unless a crash stopped its
+    /// write before the message file changed; then the one before it does.
+    private func liveCount(_ log: ChangeLog) throws -> Int {
+        guard log.count > 0 else { return 0 }
+        let last = try log.record(at: log.count - 1)
+        if let state = try load(last.id), state.seq == last.seq { return last.live }
+        return log.count > 1 ? try log.record(at: log.count - 2).live : try countLiveMessages(log)
+    }
+
+    /// Counts live messages by reading every record (after compaction the log
+    /// may start with a record whose predecessor is gone).
+    private func countLiveMessages(_ log: ChangeLog) throws -> Int {
+        var live = 0
+        for record in try log.records(from: 0, count: log.count) {
+            if let state = try load(record.id), state.seq == record.seq, !state.isTombstone { live += 1 }
+        }
+        return live
+    }
+
+    /// The log record first (durable), then the message file: a crash between
+    /// the two leaves the old state visible and the new seq unused.
+    private func commit(_ envelope: Envelope, live: Int, log: inout ChangeLog) throws {
+        do {
+            try log.append(ChangeRecord(seq: envelope.seq, deleted: envelope.isTombstone, live: live, id: envelope.id))
+        } catch let error as SystemError {
+            throw StorageError(error, writing: true)
+        }
+        try AtomicFile.write(envelope.bytes, to: fileName(envelope.id), in: messagesDirectory)
+    }
+
+    /// Rewrites the log with only the records that still name a message's
+    /// latest state, dropping tombstones older than the horizon.
+    private func compactIfDue(_ log: inout ChangeLog) throws {
+        guard log.count >= max(settings.compactionMinimumRecords, 2 * log.header.records) else { return }
+        try compact(&log)
+    }
+
+    /// Compacts now, whatever the log's size (also `mockcloud-admin`'s job).
+    package func compact(_ log: inout ChangeLog) throws {
+        let horizon = clock() - settings.tombstoneHorizonSeconds * 1_000_000
+        var header = log.header
+        header.lastSeq = try log.lastSeq()
+        var kept: [ChangeRecord] = []
+        var expired: [MessageID] = []
+        var live = 0
+        for record in try log.records(from: 0, count: log.count) {
+            guard let state = try load(record.id), state.seq == record.seq else { continue }
+            if state.isTombstone, let deletedAt = Timestamp.parse(state.serverReceivedAt), deletedAt <= horizon {
+                expired.append(state.id)
+                header.compactedThrough = max(header.compactedThrough, state.seq)
+                continue
+            }
+            if !state.isTombstone { live += 1 }
+            kept.append(ChangeRecord(seq: record.seq, deleted: state.isTombstone, live: live, id: record.id))
+        }
+        header.records = kept.count
+        try ChangeLog.rewrite(logPath, directory: directory, header: header, records: kept)
+        for id in expired { _ = try AtomicFile.remove(fileName(id), in: messagesDirectory) }
+        log.close()
+        log = try ChangeLog.openForWriting(logPath, directory: directory)
+    }
+}
