@@ -15,8 +15,10 @@ let package = Package(
     ],
     dependencies: [],
     targets: [
-        // Everything the programs share: CGI, JSON, validation, storage, routes.
-        .target(name: "MockCloudCore"),
+        // Everything the programs share: CGI, JSON, validation, storage, routes, signing.
+        .target(name: "MockCloudCore", dependencies: ["COpenSSL"]),
+        // OpenSSL's libcrypto, imported by Signing/ alone.
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
 
         // The CGI programs: a few lines each.
         .executableTarget(

@@ -1,8 +1,6 @@
 import MockCloudCore
 
 CGIProgram.serve(name: "inbox", bodyLimit: InboxRoute.bodyLimit) { request in
-    try InboxRoute(
-        dataRoot: ServiceConfig.dataRoot(request.environment),
-        settings: InboxSettings(environment: request.environment)
-    ).respond(to: request)
+    let environment = request.environment
+    return try InboxRoute(config: ServiceConfig(environment: environment), environment: environment).respond(to: request)
 }

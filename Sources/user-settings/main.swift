@@ -1,5 +1,5 @@
 import MockCloudCore
 
 CGIProgram.serve(name: "user-settings", bodyLimit: SettingsRoute.bodyLimit) { request in
-    try SettingsRoute(dataRoot: ServiceConfig.dataRoot(request.environment)).respond(to: request)
+    try SettingsRoute(config: ServiceConfig(environment: request.environment)).respond(to: request)
 }

@@ -36,13 +36,23 @@ package struct InboxRoute: Sendable {
 
     let dataRoot: String
     let settings: InboxSettings
+    let integrity: Integrity
     let clock: @Sendable () -> Timestamp.Micros
 
-    package init(dataRoot: String, settings: InboxSettings = InboxSettings(),
-                 clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now) {
+    package init(
+        dataRoot: String, settings: InboxSettings = InboxSettings(), integrity: Integrity = .off,
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
+    ) {
         self.dataRoot = dataRoot
         self.settings = settings
+        self.integrity = integrity
         self.clock = clock
+    }
+
+    /// The route as the program runs it, configured from the environment.
+    package init(config: ServiceConfig, environment: [String: String]) throws {
+        self.init(dataRoot: config.dataRoot, settings: try InboxSettings(environment: environment),
+                  integrity: config.integrity)
     }
 
     /// Answers one request.
@@ -60,7 +70,8 @@ package struct InboxRoute: Sendable {
         guard allowed.contains(request.method) else {
             throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: allowed)
         }
-        let store = InboxStore(root: dataRoot, key: try request.userKey(), settings: settings, clock: clock)
+        let store = InboxStore(
+            root: dataRoot, key: try request.userKey(), settings: settings, integrity: integrity, clock: clock)
         guard let idText else {
             return request.method == "POST" ? try post(request, store) : try feed(request, store)
         }

@@ -90,10 +90,19 @@ package struct SettingsRoute: Sendable {
 
     /// - Parameters:
     ///   - dataRoot: the data directory.
+    ///   - integrity: signing of stored documents (off by default).
     ///   - clock: the source of `serverReceivedAt`; tests pass a fixed one.
-    package init(dataRoot: String, clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now) {
-        store = SettingsStore(root: dataRoot)
+    package init(
+        dataRoot: String, integrity: Integrity = .off,
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
+    ) {
+        store = SettingsStore(root: dataRoot, integrity: integrity)
         self.clock = clock
+    }
+
+    /// The route as the programs run it, configured from the environment.
+    package init(config: ServiceConfig) {
+        self.init(dataRoot: config.dataRoot, integrity: config.integrity)
     }
 
     /// Answers one request.

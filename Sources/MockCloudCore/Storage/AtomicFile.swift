@@ -52,11 +52,12 @@ package enum AtomicFile {
         }
     }
 
-    /// Removes `name` from `directory` durably; false when it was not there.
-    package static func remove(_ name: String, in directory: String) throws -> Bool {
+    /// Removes `name` from `directory` (durably: the directory is synced);
+    /// false when it was not there.
+    package static func remove(_ name: String, in directory: String, durably: Bool = true) throws -> Bool {
         do {
             guard try Sys.unlink(directory + "/" + name) else { return false }
-            try Sys.syncDirectory(directory)
+            if durably { try Sys.syncDirectory(directory) }
             return true
         } catch let error as SystemError {
             throw StorageError(error, writing: true)

@@ -167,25 +167,31 @@ package struct InboxStore: Sendable {
     package let key: UserKey
     package let settings: InboxSettings
     let clock: @Sendable () -> Timestamp.Micros
+    /// Each message's latest state, with its MAC sidecar when signing is on.
+    let messages: DocumentFolder
+    /// The route name in the data directory and in MACs.
+    static let route = "inbox"
 
-    package init(root: String, key: UserKey, settings: InboxSettings = InboxSettings(),
+    package init(root: String, key: UserKey, settings: InboxSettings = InboxSettings(), integrity: Integrity = .off,
                  clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now) {
         self.root = root
         self.key = key
         self.settings = settings
         self.clock = clock
+        messages = DocumentFolder(directory: "\(root)/\(Self.route)/\(key.rawValue)/messages", integrity: integrity)
     }
 
-    package var directory: String { "\(root)/inbox/\(key.rawValue)" }
-    package var messagesDirectory: String { directory + "/messages" }
+    package var directory: String { "\(root)/\(Self.route)/\(key.rawValue)" }
+    package var messagesDirectory: String { messages.directory }
     var logPath: String { directory + "/changes.log" }
-    static let lockScope = "inbox"
 
     private func fileName(_ id: MessageID) -> String { id.rawValue + ".json" }
 
-    /// The stored state of `id`: the envelope, a tombstone, or `nil`.
+    private func place(_ id: MessageID) -> DocumentPlace { DocumentPlace(route: Self.route, key: key, id: id.rawValue) }
+
+    /// The stored state of `id`, verified: the envelope, a tombstone, or `nil`.
     package func load(_ id: MessageID) throws -> Envelope? {
-        guard let bytes = try AtomicFile.read(fileName(id), in: messagesDirectory) else { return nil }
+        guard let bytes = try messages.read(fileName(id), at: place(id)) else { return nil }
         guard let envelope = Envelope(bytes: bytes), envelope.id == id else {
             throw InboxError.damagedMessage(path: messagesDirectory + "/" + fileName(id))
         }
@@ -218,7 +224,7 @@ package struct InboxStore: Sendable {
             let envelope = Envelope(
                 id: id, version: version, seq: try log.lastSeq() + 1, source: source,
                 serverReceivedAt: Timestamp.format(clock()), body: body)
-            try commit(envelope, live: live, log: &log)
+            try commit(envelope, replacing: current, live: live, log: &log)
             return isNew ? .created(envelope) : .replaced(envelope)
         }
     }
@@ -230,14 +236,14 @@ package struct InboxStore: Sendable {
             let tombstone = Envelope(
                 id: id, version: current.version, seq: try log.lastSeq() + 1, source: source,
                 serverReceivedAt: Timestamp.format(clock()), body: nil)
-            try commit(tombstone, live: try liveCount(log) - 1, log: &log)
+            try commit(tombstone, replacing: current, live: try liveCount(log) - 1, log: &log)
             return true
         }
     }
 
     /// The changes after `anchor`, oldest first, each id once in its latest state.
     package func changes(after anchor: Anchor, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
-        try KeyLock.withLock(root: root, scope: Self.lockScope, key: key, shared: true) {
+        try KeyLock.withLock(root: root, scope: Self.route, key: key, shared: true) {
             guard let log = try ChangeLog.openForReading(logPath) else {
                 if anchor.seq != 0 { throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored") }
                 return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
@@ -293,7 +299,7 @@ package struct InboxStore: Sendable {
 
     /// Runs a change under the key's exclusive lock with the log open for appending.
     private func changing<T>(_ body: (inout ChangeLog) throws -> T) throws -> T {
-        try KeyLock.withLock(root: root, scope: Self.lockScope, key: key) {
+        try KeyLock.withLock(root: root, scope: Self.route, key: key) {
             var log: ChangeLog
             do {
                 try Sys.makeDirectories(messagesDirectory)
@@ -329,13 +335,13 @@ package struct InboxStore: Sendable {
 
     /// The log record first (durable), then the message file: a crash between
     /// the two leaves the old state visible and the new seq unused.
-    private func commit(_ envelope: Envelope, live: Int, log: inout ChangeLog) throws {
+    private func commit(_ envelope: Envelope, replacing previous: Envelope?, live: Int, log: inout ChangeLog) throws {
         do {
             try log.append(ChangeRecord(seq: envelope.seq, deleted: envelope.isTombstone, live: live, id: envelope.id))
         } catch let error as SystemError {
             throw StorageError(error, writing: true)
         }
-        try AtomicFile.write(envelope.bytes, to: fileName(envelope.id), in: messagesDirectory)
+        try messages.write(envelope.bytes, to: fileName(envelope.id), at: place(envelope.id), replacing: previous?.bytes)
     }
 
     /// Rewrites the log with only the records that still name a message's
@@ -365,7 +371,7 @@ package struct InboxStore: Sendable {
         }
         header.records = kept.count
         try ChangeLog.rewrite(logPath, directory: directory, header: header, records: kept)
-        for id in expired { _ = try AtomicFile.remove(fileName(id), in: messagesDirectory) }
+        for id in expired { _ = try messages.remove(fileName(id)) }
         log.close()
         log = try ChangeLog.openForWriting(logPath, directory: directory)
     }

@@ -3,20 +3,25 @@
 package struct SettingsStore: Sendable {
     /// The data directory (`MOCKCLOUD_DATA`).
     package let root: String
+    /// Every user's settings file, with its MAC sidecar when signing is on.
+    let folder: DocumentFolder
+    /// The route name in the data directory and in MACs.
+    static let route = "user_settings"
 
-    package init(root: String) {
+    package init(root: String, integrity: Integrity = .off) {
         self.root = root
+        folder = DocumentFolder(directory: root + "/" + Self.route, integrity: integrity)
     }
 
     /// The folder that holds every user's settings file.
-    package var directory: String { root + "/user_settings" }
+    package var directory: String { folder.directory }
 
     /// The file name of a key's settings.
     package func fileName(for key: UserKey) -> String { key.rawValue + ".json" }
 
-    /// The stored bytes, or `nil` when nothing is stored for `key`.
+    /// The stored bytes, verified, or `nil` when nothing is stored for `key`.
     package func read(_ key: UserKey) throws -> [UInt8]? {
-        try AtomicFile.read(fileName(for: key), in: directory)
+        try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))
     }
 
     /// What an update decided to do with a key's file.
@@ -28,11 +33,14 @@ package struct SettingsStore: Sendable {
     /// Reads the current bytes and applies `decide`'s change, all under the
     /// key's lock, so that concurrent writers on one key are serialised.
     package func update<T>(_ key: UserKey, _ decide: ([UInt8]?) throws -> (Change, T)) throws -> T {
-        try KeyLock.withLock(root: root, scope: "user_settings", key: key) {
-            let (change, result) = try decide(read(key))
+        try KeyLock.withLock(root: root, scope: Self.route, key: key) {
+            let current = try read(key)
+            let (change, result) = try decide(current)
             switch change {
-            case .write(let bytes): try AtomicFile.write(bytes, to: fileName(for: key), in: directory)
-            case .delete: _ = try AtomicFile.remove(fileName(for: key), in: directory)
+            case .write(let bytes):
+                try folder.write(
+                    bytes, to: fileName(for: key), at: DocumentPlace(route: Self.route, key: key), replacing: current)
+            case .delete: _ = try folder.remove(fileName(for: key))
             }
             return result
         }

@@ -1,0 +1,126 @@
+import Glibc
+
+/// Why the HMAC key file cannot be used. Every request then fails with a 500
+/// that names the problem; no message ever contains a secret.
+package enum KeyFileError: HTTPResponseError, Equatable {
+    case unreadable(path: String, reason: String)
+    case tooOpen(path: String, mode: UInt32)
+    case malformed(path: String, line: Int, reason: String)
+    case noKeys(path: String)
+
+    package var status: Int { 500 }
+
+    package var message: String {
+        switch self {
+        case .unreadable(let path, let reason): return "HMAC key file \(path) cannot be read: \(reason)"
+        case .tooOpen(let path, let mode):
+            return "HMAC key file \(path) is readable by group or others (mode \(Self.octal(mode))); run chmod 600 \(path)"
+        case .malformed(let path, let line, let reason): return "HMAC key file \(path), line \(line): \(reason)"
+        case .noKeys(let path): return "HMAC key file \(path) holds no key"
+        }
+    }
+
+    package var logDetail: String? { message }
+
+    static func octal(_ mode: UInt32) -> String {
+        let digits = String(mode & 0o7777, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}
+
+/// The keys of `MOCKCLOUD_HMAC_KEYS`: one `key-id:secret` a line, the first
+/// signs, all verify (rotation). A secret is hex (`openssl rand -hex 32`) when
+/// it is all hex digits, else standard base64 (`openssl rand -base64 32`); it
+/// must decode to at least 32 bytes. Blank lines and `#` comments are ignored.
+package struct SigningKeys: Sendable {
+    /// A key id and its MAC function.
+    package struct Key: Sendable {
+        package let id: String
+        package let hmac: HMACSHA256
+    }
+
+    /// The signing key first, then the older ones.
+    package let keys: [Key]
+
+    /// The shortest secret accepted, in bytes.
+    package static let minimumSecretLength = 32
+
+    /// The key new documents are signed with.
+    package var current: Key { keys[0] }
+
+    package func key(id: String) -> Key? { keys.first { $0.id == id } }
+
+    package init(keys: [Key]) {
+        precondition(!keys.isEmpty)
+        self.keys = keys
+    }
+
+    /// Loads and checks a key file: mode 0600 or stricter, well formed.
+    package static func load(path: String) throws -> SigningKeys {
+        let fd: Int32
+        do {
+            fd = try Sys.open(path, O_RDONLY)
+        } catch let error as SystemError {
+            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)))
+        }
+        defer { Sys.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        if info.st_mode & 0o077 != 0 { throw KeyFileError.tooOpen(path: path, mode: info.st_mode) }
+        var text: [UInt8]
+        do {
+            text = try Sys.readAll(fd, path: path, limit: 1 << 20)
+        } catch let error as SystemError {
+            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)))
+        }
+        defer { HMACSHA256.wipe(&text) }
+        return try parse(text, path: path)
+    }
+
+    /// Parses key file text; `path` is only for the error messages.
+    package static func parse(_ text: [UInt8], path: String) throws -> SigningKeys {
+        var keys: [Key] = []
+        for (number, rawLine) in text.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            var line = rawLine
+            while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line.removeLast() }
+            while let first = line.first, first == 0x20 || first == 0x09 { line.removeFirst() }
+            if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
+            let lineNumber = number + 1
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+                throw KeyFileError.malformed(path: path, line: lineNumber, reason: "expected key-id:secret")
+            }
+            let id = String(decoding: line[..<colon], as: UTF8.self)
+            guard Identifier.matches(id, maxLength: 64, extra: Array("._-".utf8)) else {
+                throw KeyFileError.malformed(
+                    path: path, line: lineNumber, reason: "key id must be 1-64 letters, digits, '.', '_' or '-'")
+            }
+            if keys.contains(where: { $0.id == id }) {
+                throw KeyFileError.malformed(path: path, line: lineNumber, reason: "key id \(id) appears twice")
+            }
+            let encoded = Array(line[line.index(after: colon)...])
+            guard var secret = Self.decodeSecret(encoded) else {
+                throw KeyFileError.malformed(
+                    path: path, line: lineNumber, reason: "secret of key \(id) is neither hex nor base64")
+            }
+            defer { HMACSHA256.wipe(&secret) }
+            guard secret.count >= minimumSecretLength else {
+                throw KeyFileError.malformed(
+                    path: path, line: lineNumber,
+                    reason: "secret of key \(id) is \(secret.count) bytes; at least \(minimumSecretLength) are needed")
+            }
+            keys.append(Key(id: id, hmac: HMACSHA256(key: secret)))
+        }
+        guard !keys.isEmpty else { throw KeyFileError.noKeys(path: path) }
+        return SigningKeys(keys: keys)
+    }
+
+    /// Hex when every character is a hex digit (and the count is even), else base64.
+    static func decodeSecret(_ text: [UInt8]) -> [UInt8]? {
+        if !text.isEmpty, text.count % 2 == 0, text.allSatisfy({ ASCII.hexValue($0) != nil }) {
+            return ASCII.decodeHex(text)
+        }
+        return ASCII.decodeBase64(text)
+    }
+}

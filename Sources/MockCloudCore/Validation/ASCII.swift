@@ -1,0 +1,83 @@
+/// Small text codecs shared by the parsers: digits, hex and base64.
+package enum ASCII {
+    /// True for `0`...`9`.
+    @inline(__always)
+    package static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    /// The value of a hex digit in either case.
+    package static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Lowercase hex of `bytes`.
+    package static func hex(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes of an even-length hex text; `nil` when it is not one.
+    package static func decodeHex<S: Collection>(_ text: S) -> [UInt8]? where S.Element == UInt8 {
+        guard text.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count / 2)
+        var high: UInt8?
+        for byte in text {
+            guard let value = hexValue(byte) else { return nil }
+            if let h = high {
+                out.append(h << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return out
+    }
+
+    /// Decimal digits of `value`, left-padded with zeros to `width`.
+    package static func zeroPadded(_ value: Int64, width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// Standard base64 (RFC 4648, `+/`, `=` padding optional); `nil` when invalid.
+    package static func decodeBase64(_ text: [UInt8]) -> [UInt8]? {
+        var body = text[...]
+        while body.last == UInt8(ascii: "=") { body.removeLast() }
+        guard text.count - body.count <= 2, body.count % 4 != 1 else { return nil }
+        var out: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in body {
+            let value: UInt8
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "+"): value = 62
+            case UInt8(ascii: "/"): value = 63
+            default: return nil
+            }
+            buffer = buffer << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
+        }
+        return out
+    }
+}
