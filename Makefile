@@ -1,6 +1,6 @@
 # MockCloud: the README's two commands are `make serve` and `make test`.
 SHELL := /bin/bash
-PROGRAMS := user-settings inbox
+PROGRAMS := user-settings inbox mockcloud-admin
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 

@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "user-settings", targets: ["user-settings"]),
         .executable(name: "inbox", targets: ["inbox"]),
+        .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
     ],
     dependencies: [],
     targets: [
@@ -33,9 +34,12 @@ let package = Package(
             linkerSettings: staticExecutable
         ),
 
+        // The operator's tool: verify, sign and rotate a data directory.
+        .executableTarget(name: "mockcloud-admin", dependencies: ["MockCloudCore"]),
+
         // Unit tests, one file per feature folder.
         .testTarget(name: "MockCloudCoreTests", dependencies: ["MockCloudCore"]),
         // The built programs run as processes: environment + stdin in, CGI out.
-        .testTarget(name: "EndToEndTests", dependencies: ["user-settings", "inbox"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["user-settings", "inbox", "mockcloud-admin"]),
     ]
 )
