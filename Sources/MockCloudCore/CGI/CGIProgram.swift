@@ -61,7 +61,7 @@ package enum CGIProgram {
     static func readBody(environment: [String: String], limit: Int, from fd: Int32) throws -> [UInt8] {
         let declared = environment["CONTENT_LENGTH"] ?? ""
         if declared.isEmpty { return [] }
-        guard declared.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+        guard declared.utf8.allSatisfy(ASCII.isDigit),
             let length = Int(declared)
         else { throw RequestError.invalidContentLength(declared) }
         if length > limit {

@@ -178,9 +178,7 @@ package struct JSONParser {
         return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 
-    private func isDigit(_ byte: UInt8) -> Bool {
-        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
-    }
+    private func isDigit(_ byte: UInt8) -> Bool { ASCII.isDigit(byte) }
 
     private mutating func skipDigits() {
         while let byte = current, isDigit(byte) { index += 1 }
@@ -260,14 +258,7 @@ package struct JSONParser {
         guard index + 4 <= bytes.count else { throw failure("incomplete \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
-            let byte = bytes[index]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw failure("invalid hex digit in \\u escape")
-            }
+            guard let digit = ASCII.hexValue(bytes[index]) else { throw failure("invalid hex digit in \\u escape") }
             value = value << 4 | UInt32(digit)
             index += 1
         }

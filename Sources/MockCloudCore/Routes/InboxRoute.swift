@@ -113,7 +113,7 @@ package struct InboxRoute: Sendable {
         }
         var limit = Self.defaultLimit
         if let text = query["limit"] {
-            guard text.utf8.count <= 4, let value = Int(text), text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            guard text.utf8.count <= 4, let value = Int(text), text.utf8.allSatisfy(ASCII.isDigit),
                 Self.limits.contains(value)
             else { throw InboxRequestError.invalidLimit(text) }
             limit = value
@@ -134,7 +134,7 @@ package struct InboxRoute: Sendable {
     private static func writeFields(_ request: CGIRequest) throws -> (Int64, String?, JSONValue) {
         var version: Int64 = 0
         if let text = request.header("X-Sync-Version") {
-            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy(ASCII.isDigit),
                 let value = Int64(text)
             else { throw InboxRequestError.invalidSyncVersion(text) }
             version = value

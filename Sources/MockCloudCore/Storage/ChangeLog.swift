@@ -217,8 +217,7 @@ package struct ChangeLog {
     private static func number(_ text: Substring) -> Int64? { number(text.utf8) }
 
     private static func digits(_ value: Int64, _ width: Int) -> String {
-        let text = String(value)
-        return String(repeating: "0", count: max(0, width - text.count)) + text
+        ASCII.zeroPadded(value, width: width)
     }
 
     /// Pads a line with spaces to the record size, ending in a newline.
@@ -235,8 +234,7 @@ package struct ChangeLog {
 
     /// 64 random bits from the kernel, as 16 hex digits.
     static func newGeneration() -> String {
-        let bytes = Random.bytes(8)
-        return bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        ASCII.hex(Random.bytes(8))
     }
 
     /// Writes a whole new log (header, then `records`) atomically in place of the old one.
@@ -263,7 +261,6 @@ package enum Random {
         var b = bytes(16)
         b[6] = b[6] & 0x0F | 0x40
         b[8] = b[8] & 0x3F | 0x80
-        let hex = b.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }
-        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { hex[$0].joined() }.joined(separator: "-")
+        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { ASCII.hex(Array(b[$0])) }.joined(separator: "-")
     }
 }

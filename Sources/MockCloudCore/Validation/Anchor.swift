@@ -21,7 +21,7 @@ package struct Anchor: Sendable, Equatable, CustomStringConvertible {
         guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 16,
             parts[0].utf8.allSatisfy({ Anchor.isHexDigit($0) }),
             !parts[1].isEmpty, parts[1].utf8.count <= 18,
-            parts[1].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            parts[1].utf8.allSatisfy(ASCII.isDigit),
             let seq = Int64(parts[1])
         else { return nil }
         self.init(generation: String(parts[0]), seq: seq)

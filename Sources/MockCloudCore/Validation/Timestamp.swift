@@ -45,8 +45,7 @@ package enum Timestamp {
     }
 
     private static func pad(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+        ASCII.zeroPadded(Int64(value), width: width)
     }
 
     /// Days since 1970-01-01 for a proleptic Gregorian date (Howard Hinnant's algorithm).
