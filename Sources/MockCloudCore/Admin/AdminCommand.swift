@@ -23,7 +23,7 @@ package struct AdminCommand {
     }
 
     /// Runs the command line `arguments` (without the program name).
-    package static func run(_ arguments: [String], environment: [String: String]) -> Result {
+    package static func run(_ arguments: [String], environment: CGIEnvironment) -> Result {
         var result = Result()
         var rest = arguments
         var keyFile = environment["MOCKCLOUD_HMAC_KEYS"]

@@ -24,8 +24,7 @@ package enum CGIProgram {
             _exit(1)
         })
         alarm(timeLimitSeconds)
-        let environment = processEnvironment()
-        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
+        let response = respond(environment: .process, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
         alarm(0)
         let bytes = response.serialized
         do {
@@ -40,7 +39,7 @@ package enum CGIProgram {
     /// Everything `serve` does except the process plumbing, so that it can be
     /// tested with any environment and any file descriptor as stdin.
     package static func respond(
-        environment: [String: String], bodyLimit: Int, stdin: Int32, name: String,
+        environment: CGIEnvironment, bodyLimit: Int, stdin: Int32, name: String,
         _ handler: (CGIRequest) throws -> CGIResponse
     ) -> CGIResponse {
         do {
@@ -58,7 +57,7 @@ package enum CGIProgram {
     /// Reads exactly `CONTENT_LENGTH` bytes. The whole body is always read,
     /// even when it is refused: fcgiwrap writes all of stdin first, and a
     /// program that exits early turns its own 4xx into a 502.
-    static func readBody(environment: [String: String], limit: Int, from fd: Int32) throws -> [UInt8] {
+    static func readBody(environment: CGIEnvironment, limit: Int, from fd: Int32) throws -> [UInt8] {
         let declared = environment["CONTENT_LENGTH"] ?? ""
         if declared.isEmpty { return [] }
         guard declared.utf8.allSatisfy(ASCII.isDigit),
@@ -78,20 +77,6 @@ package enum CGIProgram {
             throw RequestError.bodyShorterThanContentLength(expected: length, received: body.count)
         }
         return body
-    }
-
-    /// The process environment as a dictionary.
-    package static func processEnvironment() -> [String: String] {
-        var result: [String: String] = [:]
-        var cursor = environ
-        while let entry = cursor.pointee {
-            let pair = String(cString: entry)
-            if let equals = pair.firstIndex(of: "=") {
-                result[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
-            }
-            cursor += 1
-        }
-        return result
     }
 
     /// One line on stderr, which fcgiwrap `-f` hands to nginx's error log.

@@ -11,10 +11,10 @@ package struct CGIRequest: Sendable {
     /// The whole body, exactly `CONTENT_LENGTH` bytes.
     package var body: [UInt8]
     /// Every meta-variable, e.g. `HTTP_X_USER_KEY`, `MOCKCLOUD_DATA`.
-    package var environment: [String: String]
+    package var environment: CGIEnvironment
 
     /// Builds a request from CGI meta-variables.
-    package init(environment: [String: String], body: [UInt8]) {
+    package init(environment: CGIEnvironment, body: [UInt8]) {
         self.environment = environment
         self.body = body
         method = environment["REQUEST_METHOD"] ?? "GET"
@@ -40,7 +40,7 @@ package struct CGIRequest: Sendable {
         env["DOCUMENT_URI"] = path
         env["QUERY_STRING"] = query
         env["CONTENT_TYPE"] = contentType
-        self.init(environment: env, body: body)
+        self.init(environment: CGIEnvironment(env), body: body)
     }
 
     /// The value of a request header, e.g. `header("If-Match")`.

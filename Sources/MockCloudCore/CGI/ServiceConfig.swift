@@ -7,14 +7,14 @@ package struct ServiceConfig: Sendable {
 
     /// Reads the settings; a missing data directory or a bad key file is a
     /// 500 that names the problem, for every request, until it is fixed.
-    package init(environment: [String: String]) throws {
+    package init(environment: CGIEnvironment) throws {
         dataRoot = try Self.dataRoot(environment)
         integrity = try Integrity(environment: environment)
     }
 
     /// `MOCKCLOUD_DATA` is required: a program that guessed would write the
     /// user's data where nobody looks for it.
-    package static func dataRoot(_ environment: [String: String]) throws -> String {
+    package static func dataRoot(_ environment: CGIEnvironment) throws -> String {
         guard let root = environment["MOCKCLOUD_DATA"], !root.isEmpty else {
             throw ServerError(
                 message: "server misconfigured: MOCKCLOUD_DATA is not set",

@@ -19,6 +19,8 @@ package enum JSONError: Error, Equatable, CustomStringConvertible {
 package struct JSONParser {
     /// The nesting limit of every route: the top value is level 1.
     package static let defaultMaxDepth = 64
+    /// Objects up to this many members find duplicate keys by a linear search.
+    static let linearSearchLimit = 32
 
     /// Parses a whole document.
     /// - Parameter allowNonFinite: accept `NaN`, `Infinity` and `-Infinity`,
@@ -99,8 +101,10 @@ package struct JSONParser {
     private mutating func parseObject(level: Int) throws(JSONError) -> JSONValue {
         index += 1
         var object = JSONObject()
-        // Positions by key, so that duplicate detection stays linear.
-        var positions: [String: Int] = [:]
+        // Positions by key, built only for large objects so that duplicate
+        // detection stays linear; a small object is searched directly (a
+        // dictionary's first use costs more than a CGI request's whole parse).
+        var positions: [String: Int]?
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
@@ -114,10 +118,13 @@ package struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue(level: level + 1)
-            if let existing = positions[key] {
+            if positions == nil, object.count >= Self.linearSearchLimit {
+                positions = Dictionary(object.members.enumerated().map { ($1.key, $0) }) { first, _ in first }
+            }
+            if let existing = positions?[key] ?? (positions == nil ? object.index(of: key) : nil) {
                 object.replaceValue(at: existing, with: value)
             } else {
-                positions[key] = object.count
+                positions?[key] = object.count
                 object.appendNew(key, value)
             }
             skipWhitespace()

@@ -50,7 +50,7 @@ package struct InboxRoute: Sendable {
     }
 
     /// The route as the program runs it, configured from the environment.
-    package init(config: ServiceConfig, environment: [String: String]) throws {
+    package init(config: ServiceConfig, environment: CGIEnvironment) throws {
         self.init(dataRoot: config.dataRoot, settings: try InboxSettings(environment: environment),
                   integrity: config.integrity)
     }

@@ -51,7 +51,7 @@ package struct Integrity: Sendable {
     }
 
     /// Reads `MOCKCLOUD_HMAC_KEYS` and `MOCKCLOUD_HMAC_REQUIRE`.
-    package init(environment: [String: String]) throws {
+    package init(environment: CGIEnvironment) throws {
         let require = environment["MOCKCLOUD_HMAC_REQUIRE"] == "1"
         guard let path = environment["MOCKCLOUD_HMAC_KEYS"], !path.isEmpty else {
             if require {

@@ -8,6 +8,13 @@ package struct ChangeRecord: Sendable, Equatable {
     /// Live messages in the inbox once this change is applied.
     package var live: Int
     package var id: MessageID
+
+    package init(seq: Int64, deleted: Bool, live: Int, id: MessageID) {
+        self.seq = seq
+        self.deleted = deleted
+        self.live = live
+        self.id = id
+    }
 }
 
 /// The first line of a change log: what compaction left behind.

@@ -71,7 +71,7 @@ package struct InboxSettings: Sendable {
     package init() {}
 
     /// Reads the settings that nginx passes as `fastcgi_param`s.
-    package init(environment: [String: String]) throws {
+    package init(environment: CGIEnvironment) throws {
         func value(_ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
             guard let text = environment[name], !text.isEmpty else { return nil }
             guard let number = Int64(text), range.contains(number) else {

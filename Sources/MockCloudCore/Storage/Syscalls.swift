@@ -58,17 +58,24 @@ package enum Sys {
         return try body(fd)
     }
 
-    /// Reads until end of file, or until `limit` bytes when given.
+    /// Reads until end of file, or until `limit` bytes when given. The buffer
+    /// is sized from the file's size (or the limit), not zero-filled.
     package static func readAll(_ fd: Int32, path: String = "", limit: Int = Int.max) throws -> [UInt8] {
+        var chunk = min(limit, 65536)
+        var info = stat()
+        if Glibc.fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            chunk = min(limit, Int(info.st_size) + 1)
+        }
+        chunk = max(chunk, 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 1)
+        defer { buffer.deallocate() }
         var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
+        out.reserveCapacity(min(chunk, limit))
         while out.count < limit {
-            let want = min(buffer.count, limit - out.count)
-            let got = try buffer.withUnsafeMutableBytes { raw in
-                try retrying("read", path) { Glibc.read(fd, raw.baseAddress!, want) }
-            }
+            let want = min(chunk, limit - out.count)
+            let got = try retrying("read", path) { Glibc.read(fd, buffer.baseAddress!, want) }
             if got == 0 { break }
-            out.append(contentsOf: buffer[0..<got])
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
         }
         return out
     }
