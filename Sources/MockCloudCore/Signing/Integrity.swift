@@ -21,6 +21,11 @@ package struct IntegrityError: HTTPResponseError, Equatable {
     /// Why, for the server log.
     package let reason: String
 
+    package init(file: String, reason: String) {
+        self.file = file
+        self.reason = reason
+    }
+
     package var status: Int { 500 }
     package var message: String { "stored data failed its integrity check" }
     package var logDetail: String? { "integrity check failed for \(file): \(reason)" }
