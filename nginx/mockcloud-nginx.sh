@@ -14,6 +14,8 @@
 #   MOCKCLOUD_CGI_BIN   <repo>/cgi-bin
 #   MOCKCLOUD_UPSTREAM  e.g. http://127.0.0.1:8000: every other path goes there
 #   MOCKCLOUD_HMAC_KEYS, MOCKCLOUD_HMAC_REQUIRE   passed to the programs
+#   MOCKCLOUD_INBOX_MAX_MESSAGES, MOCKCLOUD_INBOX_TOMBSTONE_HORIZON,
+#   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a self-signed one is made once in the run dir.
 set -euo pipefail
@@ -194,6 +196,7 @@ check_config_text() {
 }
 
 load_settings() {
+    local name
     PORT="${MOCKCLOUD_PORT:-8443}"
     HOST="${MOCKCLOUD_HOST:-127.0.0.1}"
     DATA="$(absolute "${MOCKCLOUD_DATA:-./data}")"
@@ -217,7 +220,12 @@ load_settings() {
     fi
     [[ -z "$HMAC_REQUIRE" || "$HMAC_REQUIRE" =~ ^[A-Za-z0-9]+$ ]] ||
         die "MOCKCLOUD_HMAC_REQUIRE must be 1 or 0, not '$HMAC_REQUIRE'"
-    local name
+    INBOX_MAX_MESSAGES="${MOCKCLOUD_INBOX_MAX_MESSAGES:-}"
+    INBOX_TOMBSTONE_HORIZON="${MOCKCLOUD_INBOX_TOMBSTONE_HORIZON:-}"
+    INBOX_COMPACT_MIN_RECORDS="${MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS:-}"
+    for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS; do
+        [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
+    done
     for name in DATA RUN CGI_BIN HMAC_KEYS; do check_config_text "MOCKCLOUD_$name" "${!name}"; done
     # sun_path holds 108 bytes including the terminating NUL.
     if ((${#SOCKET} > 107)); then
@@ -311,6 +319,9 @@ render_config() {
         -e "s|@SOCKET@|$(sed_text "$SOCKET")|g" \
         -e "s|@HMAC_KEYS@|$(sed_text "$HMAC_KEYS")|g" \
         -e "s|@HMAC_REQUIRE@|$(sed_text "$HMAC_REQUIRE")|g" \
+        -e "s|@INBOX_MAX_MESSAGES@|$INBOX_MAX_MESSAGES|g" \
+        -e "s|@INBOX_TOMBSTONE_HORIZON@|$INBOX_TOMBSTONE_HORIZON|g" \
+        -e "s|@INBOX_COMPACT_MIN_RECORDS@|$INBOX_COMPACT_MIN_RECORDS|g" \
         -e "s|@NGINX_DIR@|$(sed_text "$NGINX_DIR")|g" \
         -e "s|@UPSTREAM@|$(sed_text "$UPSTREAM")|g" \
         "$NGINX_DIR/mockcloud.conf.template" >"$RUN/nginx.conf.new"
