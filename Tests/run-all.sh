@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Every test: the Swift unit and process tests (`swift test`, the process
+# tests running the installed release programs in cgi-bin/), then the
+# acceptance tests through nginx + fcgiwrap + TLS. Prints one combined
+# `N passed, M failed` as its last line; exits 1 when anything failed.
+#
+# `make test` installs dependencies and fresh programs first; run directly,
+# this tests whatever cgi-bin/ holds.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+[[ ! -d /opt/swift/usr/bin ]] || PATH="/opt/swift/usr/bin:$PATH"
+
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+
+# Counts tests in `swift test` output: XCTest's per-test lines
+# ("Test Case 'X.testY' passed (0.1 seconds)") and Swift Testing's run
+# summary ("Test run with 23 tests in 5 suites passed after ...") with its
+# per-test failures ("Test bad() failed after ... with 2 issues.").
+count_swift_tests() {
+    awk '
+        /Test Case .* passed \(/ { xctest_passed++ }
+        /Test Case .* failed \(/ { xctest_failed++ }
+        /Test run with [0-9]+ tests?/ {
+            match($0, /Test run with [0-9]+/)
+            split(substr($0, RSTART, RLENGTH), words, " ")
+            testing_total += words[4]
+            next
+        }
+        / Test .* failed after / && !/Test case / { testing_failed++ }
+        END {
+            printf "%d %d\n", xctest_passed + testing_total - testing_failed, xctest_failed + testing_failed
+        }' "$1"
+}
+
+echo "== swift test"
+MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test 2>&1 | tee "$logs/swift.log"
+swift_status=${PIPESTATUS[0]}
+read -r swift_passed swift_failed < <(count_swift_tests "$logs/swift.log")
+if ((swift_status != 0 && swift_failed == 0)); then
+    echo "swift test exited with status $swift_status before reporting a failed test (build error or crash)"
+    swift_failed=1
+fi
+
+echo "== acceptance"
+Tests/acceptance/run.sh 2>&1 | tee "$logs/acceptance.log"
+acceptance_status=${PIPESTATUS[0]}
+summary="$(tail -n 1 "$logs/acceptance.log")"
+if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    acceptance_passed="${BASH_REMATCH[1]}"
+    acceptance_failed="${BASH_REMATCH[2]}"
+else
+    acceptance_passed=0
+    acceptance_failed=0
+fi
+if ((acceptance_status != 0 && acceptance_failed == 0)); then
+    echo "the acceptance runner exited with status $acceptance_status without a failed case"
+    acceptance_failed=1
+fi
+
+echo "== swift test: $swift_passed passed, $swift_failed failed; acceptance: $acceptance_passed passed, $acceptance_failed failed"
+failed=$((swift_failed + acceptance_failed))
+echo "$((swift_passed + acceptance_passed)) passed, $failed failed"
+((failed == 0))
