@@ -61,7 +61,7 @@ import Testing
 
     @Test(arguments: [
         ("anchor=nope", 400), ("limit=0", 400), ("limit=1001", 400), ("exclude-source=..", 400),
-        ("anchor=0123456789abcdef.99", 410),
+        ("anchor=0123456789abcdef.0.99", 410), ("anchor=0123456789abcdef.99", 400),
     ])
     func theFeedRefusesBadQueries(query: String, status: Int) throws {
         let out = try runFeed(query: query)

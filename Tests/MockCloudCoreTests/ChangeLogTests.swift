@@ -40,9 +40,9 @@ import Testing
     }
 
     static let headers: [ChangeLogHeader] = [
-        ChangeLogHeader(generation: "0123456789abcdef", compactedThrough: 0, lastSeq: 0, records: 0),
-        ChangeLogHeader(generation: "ffffffffffffffff", compactedThrough: 7, lastSeq: 8, records: 2),
-        ChangeLogHeader(generation: "0000000000000000", compactedThrough: Int64.max, lastSeq: Int64.max, records: 1 << 40),
+        ChangeLogHeader(generation: "0123456789abcdef", compactedThrough: 0, lastSeq: 0, records: 0, epoch: 0),
+        ChangeLogHeader(generation: "ffffffffffffffff", compactedThrough: 7, lastSeq: 8, records: 2, epoch: 0),
+        ChangeLogHeader(generation: "0000000000000000", compactedThrough: Int64.max, lastSeq: Int64.max, records: 1 << 40, epoch: 0),
     ]
 
     @Test(arguments: ChangeLogEncodingTests.headers)
@@ -209,7 +209,7 @@ import Testing
 
     @Test func aRewrittenLogKeepsLastSeqEvenWithoutRecords() throws {
         defer { cleanUp() }
-        let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 40, lastSeq: 42, records: 0)
+        let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 40, lastSeq: 42, records: 0, epoch: 0)
         try ChangeLog.rewrite(path, directory: directory, header: header, records: [])
         let log = try ChangeLog.openForWriting(path, directory: directory)
         defer { log.close() }
@@ -220,7 +220,7 @@ import Testing
 
     @Test func aRewrittenLogHoldsExactlyItsRecords() throws {
         defer { cleanUp() }
-        let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 0, lastSeq: 9, records: 2)
+        let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 0, lastSeq: 9, records: 2, epoch: 0)
         let records = [ChangeLogEncodingTests.record(5, "b"), ChangeLogEncodingTests.record(9, deleted: true, live: 1, "a")]
         try ChangeLog.rewrite(path, directory: directory, header: header, records: records)
         let bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }

@@ -24,9 +24,11 @@ package enum CGIProgram {
             _exit(1)
         })
         alarm(timeLimitSeconds)
-        let response = respond(environment: .process, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
+        let environment = CGIEnvironment.process
+        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
         alarm(0)
-        let bytes = response.serialized
+        // A HEAD answer carries GET's headers, Content-Length included, and no body.
+        let bytes = response.serialized(includingBody: environment["REQUEST_METHOD"] != "HEAD")
         do {
             try Sys.writeAll(1, bytes, path: "stdout")
         } catch {
@@ -60,16 +62,14 @@ package enum CGIProgram {
     static func readBody(environment: CGIEnvironment, limit: Int, from fd: Int32) throws -> [UInt8] {
         let declared = environment["CONTENT_LENGTH"] ?? ""
         if declared.isEmpty { return [] }
-        guard declared.utf8.allSatisfy(ASCII.isDigit),
-            let length = Int(declared)
-        else { throw RequestError.invalidContentLength(declared) }
+        guard declared.utf8.allSatisfy(ASCII.isDigit) else {
+            try drain(fd, upTo: Int.max)
+            throw RequestError.invalidContentLength(declared)
+        }
+        // All digits but past Int: certainly over the limit.
+        let length = Int(declared) ?? Int.max
         if length > limit {
-            var remaining = length
-            while remaining > 0 {
-                let chunk = try Sys.readAll(fd, path: "stdin", limit: min(remaining, 1 << 20))
-                if chunk.isEmpty { break }
-                remaining -= chunk.count
-            }
+            try drain(fd, upTo: length)
             throw RequestError.bodyTooLarge(limit: limit)
         }
         let body = try Sys.readAll(fd, path: "stdin", limit: length)
@@ -77,6 +77,17 @@ package enum CGIProgram {
             throw RequestError.bodyShorterThanContentLength(expected: length, received: body.count)
         }
         return body
+    }
+
+    /// Reads and discards up to `count` bytes (or to end of file), so that
+    /// the server sees its whole body taken before the answer.
+    private static func drain(_ fd: Int32, upTo count: Int) throws {
+        var remaining = count
+        while remaining > 0 {
+            let chunk = try Sys.readAll(fd, path: "stdin", limit: min(remaining, 1 << 20))
+            if chunk.isEmpty { return }
+            remaining -= chunk.count
+        }
     }
 
     /// One line on stderr, which fcgiwrap `-f` hands to nginx's error log.

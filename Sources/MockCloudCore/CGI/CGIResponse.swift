@@ -41,7 +41,10 @@ package struct CGIResponse: Sendable, Equatable {
     }
 
     /// The bytes a CGI program prints: headers, a blank line, the body.
-    package var serialized: [UInt8] {
+    package var serialized: [UInt8] { serialized(includingBody: true) }
+
+    /// The bytes a CGI program prints; without the body for HEAD.
+    package func serialized(includingBody: Bool) -> [UInt8] {
         var text = "Status: \(status) \(CGIResponse.reason(for: status))\r\n"
         let hasBody = status != 204 && status != 304
         if hasBody { text += "Content-Type: application/json\r\n" }
@@ -49,7 +52,7 @@ package struct CGIResponse: Sendable, Equatable {
         if hasBody { text += "Content-Length: \(body.count)\r\n" }
         text += "\r\n"
         var out = Array(text.utf8)
-        if hasBody { out.append(contentsOf: body) }
+        if hasBody && includingBody { out.append(contentsOf: body) }
         return out
     }
 

@@ -19,6 +19,10 @@ package enum JSONError: Error, Equatable, CustomStringConvertible {
 package struct JSONParser {
     /// The nesting limit of every route: the top value is level 1.
     package static let defaultMaxDepth = 64
+    /// The nesting limit for files already stored: the Python service wrote
+    /// whatever its own parser took (about 1000 levels), and an inbox
+    /// envelope adds a level around a body that used all 64.
+    package static let storedDocumentMaxDepth = 1000
     /// Objects up to this many members find duplicate keys by a linear search.
     static let linearSearchLimit = 32
 

@@ -66,6 +66,11 @@ package struct JSONObject: Equatable, Sendable {
         }
     }
 
+    /// An object from members whose keys the caller knows to be unique.
+    init(uniqueMembers: [JSONMember]) {
+        members = uniqueMembers
+    }
+
     /// Appends a member whose key the caller knows to be new (the parser uses
     /// this with its own index so that large objects stay linear).
     mutating func appendNew(_ key: String, _ value: JSONValue) {
@@ -84,14 +89,39 @@ extension JSONValue {
     /// any other patch replaces the whole value.
     package func merging(patch: JSONValue) -> JSONValue {
         guard case .object(let patchObject) = patch else { return patch }
-        var target = objectValue ?? JSONObject()
+        let target = objectValue ?? JSONObject()
+        if target.count + patchObject.count > JSONParser.linearSearchLimit {
+            return .object(Self.mergeLarge(target, patchObject))
+        }
+        var merged = target
         for member in patchObject.members {
             if member.value == .null {
-                target[member.key] = nil
+                merged[member.key] = nil
             } else {
-                target[member.key] = (target[member.key] ?? .null).merging(patch: member.value)
+                merged[member.key] = (merged[member.key] ?? .null).merging(patch: member.value)
             }
         }
-        return .object(target)
+        return .object(merged)
+    }
+
+    /// The same merge in one pass over each side, with the patch indexed by
+    /// key, so that a PATCH near the 1 MiB limit stays linear.
+    private static func mergeLarge(_ target: JSONObject, _ patch: JSONObject) -> JSONObject {
+        let patchValues = Dictionary(patch.members.map { ($0.key, $0.value) }) { _, last in last }
+        var merged: [JSONMember] = []
+        merged.reserveCapacity(target.count + patch.count)
+        var seen = Set<String>()
+        for member in target.members {
+            seen.insert(member.key)
+            guard let change = patchValues[member.key] else {
+                merged.append(member)
+                continue
+            }
+            if change != .null { merged.append(JSONMember(member.key, member.value.merging(patch: change))) }
+        }
+        for member in patch.members where member.value != .null && !seen.contains(member.key) {
+            merged.append(JSONMember(member.key, JSONValue.null.merging(patch: member.value)))
+        }
+        return JSONObject(uniqueMembers: merged)
     }
 }

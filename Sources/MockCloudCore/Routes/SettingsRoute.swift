@@ -7,6 +7,8 @@ package enum SettingsError: HTTPResponseError {
     case olderThanStored(incoming: String, stored: String, current: StoredSettings)
     /// The stored file is not JSON (edited or damaged by hand).
     case storedDocumentUnreadable(file: String)
+    /// The stored file is JSON but not an object, so nothing can be merged into it.
+    case storedDocumentNotAnObject(file: String)
     case mergePatchNotObject
 
     package var status: Int {
@@ -14,7 +16,7 @@ package enum SettingsError: HTTPResponseError {
         case .nothingStored: return 404
         case .preconditionFailed: return 412
         case .olderThanStored: return 409
-        case .storedDocumentUnreadable: return 500
+        case .storedDocumentUnreadable, .storedDocumentNotAnObject: return 500
         case .mergePatchNotObject: return 400
         }
     }
@@ -26,6 +28,7 @@ package enum SettingsError: HTTPResponseError {
         case .olderThanStored(let incoming, let stored, _):
             return "updatedAt \(incoming) is older than the stored updatedAt \(stored); nothing was written"
         case .storedDocumentUnreadable: return "the stored settings for this user are not valid JSON"
+        case .storedDocumentNotAnObject: return "the stored settings for this user are not a JSON object; PUT a new document"
         case .mergePatchNotObject: return "merge patch must be a JSON object"
         }
     }
@@ -47,8 +50,11 @@ package enum SettingsError: HTTPResponseError {
     }
 
     package var logDetail: String? {
-        if case .storedDocumentUnreadable(let file) = self { return "\(file) is not valid JSON; not served" }
-        return nil
+        switch self {
+        case .storedDocumentUnreadable(let file): return "\(file) is not valid JSON; not served"
+        case .storedDocumentNotAnObject(let file): return "\(file) is not a JSON object; cannot be patched"
+        default: return nil
+        }
     }
 }
 
@@ -63,7 +69,7 @@ package struct StoredSettings: Sendable {
         self.bytes = bytes
         etag = EntityTag.of(bytes)
         // Files written by the Python service may hold NaN or Infinity.
-        document = try? JSONParser.parse(bytes, allowNonFinite: true)
+        document = try? JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth, allowNonFinite: true)
     }
 
     /// The stored `updatedAt` as an instant, with its text.
@@ -146,9 +152,9 @@ package struct SettingsRoute: Sendable {
         let patch = try Self.parseObject(request.body, or: SettingsError.mergePatchNotObject)
         return try write(key, request) { current in
             guard let current else { throw SettingsError.nothingStored }
-            guard let document = current.document?.objectValue else {
-                throw SettingsError.storedDocumentUnreadable(file: store.directory + "/" + store.fileName(for: key))
-            }
+            let file = store.directory + "/" + store.fileName(for: key)
+            guard let stored = current.document else { throw SettingsError.storedDocumentUnreadable(file: file) }
+            guard let document = stored.objectValue else { throw SettingsError.storedDocumentNotAnObject(file: file) }
             return JSONValue.object(document).merging(patch: .object(patch)).objectValue ?? JSONObject()
         }
     }

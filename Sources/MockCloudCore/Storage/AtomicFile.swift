@@ -6,15 +6,21 @@ package struct StorageError: HTTPResponseError {
     package let cause: SystemError
     /// True when the failure happened while changing data (nothing was written).
     package let writing: Bool
+    /// True when the change was already in place and only making it durable failed.
+    package let afterCommit: Bool
 
-    package init(_ cause: SystemError, writing: Bool) {
+    package init(_ cause: SystemError, writing: Bool, afterCommit: Bool = false) {
         self.cause = cause
         self.writing = writing
+        self.afterCommit = afterCommit
     }
 
-    package var status: Int { writing && cause.isNoSpace ? 507 : 500 }
+    package var status: Int { writing && cause.isNoSpace && !afterCommit ? 507 : 500 }
 
     package var message: String {
+        if afterCommit {
+            return "the change was made but syncing the data directory failed; it may not survive a power loss"
+        }
         let outcome = writing ? "; nothing was written and the stored data is unchanged" : ""
         if cause.isNoSpace { return "the data directory is full" + outcome }
         if cause.isNotWritable {
@@ -46,9 +52,18 @@ package enum AtomicFile {
                 _ = try? Sys.unlink(temporary)
                 throw error
             }
-            try Sys.syncDirectory(directory)
         } catch let error as SystemError {
             throw StorageError(error, writing: true)
+        }
+        try syncAfterCommit(directory)
+    }
+
+    /// fsyncs the directory of a change that is already in place.
+    private static func syncAfterCommit(_ directory: String) throws {
+        do {
+            try Sys.syncDirectory(directory)
+        } catch let error as SystemError {
+            throw StorageError(error, writing: true, afterCommit: true)
         }
     }
 
@@ -57,11 +72,11 @@ package enum AtomicFile {
     package static func remove(_ name: String, in directory: String, durably: Bool = true) throws -> Bool {
         do {
             guard try Sys.unlink(directory + "/" + name) else { return false }
-            if durably { try Sys.syncDirectory(directory) }
-            return true
         } catch let error as SystemError {
             throw StorageError(error, writing: true)
         }
+        if durably { try syncAfterCommit(directory) }
+        return true
     }
 
     /// Reads `name` from `directory`; `nil` when it does not exist.

@@ -29,6 +29,16 @@ package struct ChangeLogHeader: Sendable, Equatable {
     /// Records the log held right after it was written; the next compaction
     /// waits until it has doubled.
     package var records: Int
+    /// Compactions that dropped tombstones; anchors carry it.
+    package var epoch: Int64
+
+    package init(generation: String, compactedThrough: Int64, lastSeq: Int64, records: Int, epoch: Int64) {
+        self.generation = generation
+        self.compactedThrough = compactedThrough
+        self.lastSeq = lastSeq
+        self.records = records
+        self.epoch = epoch
+    }
 }
 
 /// A key's append-only change log: fixed 256-byte text records (readable with
@@ -36,7 +46,7 @@ package struct ChangeLogHeader: Sendable, Equatable {
 /// search and a page costs in proportion to the page, not to the inbox.
 ///
 /// `<seq:20> <P|D> <live:10> <id padded to 200>…\n`, after one header record
-/// `MOCKCLOUD-INBOX-LOG 1 <generation> <compactedThrough:20> <lastSeq:20> <records:20>`.
+/// `MOCKCLOUD-INBOX-LOG 1 <generation> <compactedThrough:20> <lastSeq:20> <records:20> <epoch:20>`.
 package struct ChangeLog {
     /// The size of every record, the header included.
     package static let recordSize = 256
@@ -74,7 +84,8 @@ package struct ChangeLog {
         do {
             fd = try Sys.open(path, O_RDWR)
         } catch let error as SystemError where error.errno == ENOENT {
-            let header = ChangeLogHeader(generation: newGeneration(), compactedThrough: 0, lastSeq: 0, records: 0)
+            let header = ChangeLogHeader(
+                generation: newGeneration(), compactedThrough: 0, lastSeq: 0, records: 0, epoch: 0)
             try AtomicFile.write(encode(header), to: lastComponent(path), in: directory)
             fd = try Sys.open(path, O_RDWR)
         }
@@ -157,6 +168,14 @@ package struct ChangeLog {
         count += 1
     }
 
+    /// Takes back the last record (its change did not happen).
+    package mutating func removeLast() throws {
+        guard count > 0 else { return }
+        try Sys.truncate(fd, to: count * Self.recordSize, path: path)
+        try Sys.fdatasync(fd, path: path)
+        count -= 1
+    }
+
     /// Whole records whose text decodes, counted back from the end: a crash
     /// may leave a partial record or a block of zeros after the last one.
     private func countOfValidRecords() throws -> Int {
@@ -173,7 +192,7 @@ package struct ChangeLog {
 
     static func encode(_ header: ChangeLogHeader) -> [UInt8] {
         pad(magic + header.generation + " " + digits(header.compactedThrough, 20) + " "
-            + digits(header.lastSeq, 20) + " " + digits(Int64(header.records), 20))
+            + digits(header.lastSeq, 20) + " " + digits(Int64(header.records), 20) + " " + digits(header.epoch, 20))
     }
 
     static func encode(_ record: ChangeRecord) -> [UInt8] {
@@ -185,11 +204,13 @@ package struct ChangeLog {
     static func decodeHeader(_ bytes: [UInt8]) -> ChangeLogHeader? {
         guard bytes.count == recordSize, bytes.last == 0x0A else { return nil }
         let fields = String(decoding: bytes.dropLast(), as: UTF8.self).split(separator: " ")
-        guard fields.count == 6, fields[0] == "MOCKCLOUD-INBOX-LOG", fields[1] == "1",
+        guard fields.count == 7, fields[0] == "MOCKCLOUD-INBOX-LOG", fields[1] == "1",
             fields[2].utf8.count == 16, fields[2].utf8.allSatisfy(Anchor.isHexDigit),
-            let compacted = number(fields[3]), let last = number(fields[4]), let records = number(fields[5])
+            let compacted = number(fields[3]), let last = number(fields[4]), let records = number(fields[5]),
+            let epoch = number(fields[6])
         else { return nil }
-        return ChangeLogHeader(generation: String(fields[2]), compactedThrough: compacted, lastSeq: last, records: Int(records))
+        return ChangeLogHeader(
+            generation: String(fields[2]), compactedThrough: compacted, lastSeq: last, records: Int(records), epoch: epoch)
     }
 
     static func decodeRecord(_ bytes: ArraySlice<UInt8>) -> ChangeRecord? {

@@ -44,7 +44,7 @@ package struct Envelope: Sendable, Equatable {
 
     /// Reads a stored envelope; `nil` when the bytes are not one.
     package init?(bytes: [UInt8]) {
-        guard let object = (try? JSONParser.parse(bytes))?.objectValue,
+        guard let object = (try? JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth))?.objectValue,
             let id = object["id"]?.stringValue.flatMap(MessageID.init),
             case .number(let versionText)? = object["version"], let version = Int64(versionText),
             case .number(let seqText)? = object["seq"], let seq = Int64(seqText),
@@ -231,7 +231,9 @@ package struct InboxStore: Sendable {
 
     /// Replaces a live message with a tombstone; false when there was none.
     package func delete(_ id: MessageID, source: String?) throws -> Bool {
-        try changing { log in
+        // Nothing to delete: answer without creating an inbox on disk.
+        guard let seen = try load(id), !seen.isTombstone else { return false }
+        return try changing { log in
             guard let current = try load(id), !current.isTombstone else { return false }
             let tombstone = Envelope(
                 id: id, version: current.version, seq: try log.lastSeq() + 1, source: source,
@@ -259,22 +261,23 @@ package struct InboxStore: Sendable {
             if anchor.generation != header.generation {
                 throw InboxError.anchorNotAnswerable(reason: "anchor belongs to an inbox that no longer exists")
             }
-            if anchor.seq > (try log.lastSeq()) {
+            if anchor.seq > (try log.lastSeq()) || anchor.epoch > header.epoch {
                 throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
             }
-            if anchor.seq < header.compactedThrough {
+            // Issued before a compaction that dropped deletions it had not seen.
+            if anchor.epoch < header.epoch, anchor.seq < header.compactedThrough {
                 throw InboxError.anchorNotAnswerable(reason: "anchor is older than the deletions this inbox still keeps")
             }
         }
-        var result = FeedPage(messages: [], deleted: [], anchor: Anchor(generation: header.generation, seq: anchor.seq), hasMore: false)
-        // Records that are superseded or excluded cost a read but fill no slot;
-        // past this budget the page ends early with hasMore, to keep its cost bounded.
-        var budget = limit * 10 + 100
+        func position(_ seq: Int64) -> Anchor { Anchor(generation: header.generation, epoch: header.epoch, seq: seq) }
+        var result = FeedPage(messages: [], deleted: [], anchor: position(anchor.seq), hasMore: false)
         var index = try log.firstIndex(after: anchor.seq)
         var taken = 0
+        // Superseded records and the reader's own echoes fill no slot but the
+        // anchor moves past them; the scan goes on until one more entry than
+        // the page holds is seen, so that hasMore is exact.
         while index < log.count {
-            for record in try log.records(from: index, count: min(64, budget)) {
-                // A record whose message has moved on to a later seq is superseded.
+            for record in try log.records(from: index, count: 64) {
                 if let state = try load(record.id), state.seq == record.seq,
                     state.isTombstone || excluded == nil || state.source != excluded
                 {
@@ -285,13 +288,8 @@ package struct InboxStore: Sendable {
                     if state.isTombstone { result.deleted.append(state) } else { result.messages.append(state) }
                     taken += 1
                 }
-                result.anchor = Anchor(generation: header.generation, seq: record.seq)
+                result.anchor = position(record.seq)
                 index += 1
-                budget -= 1
-                if budget == 0 {
-                    result.hasMore = index < log.count
-                    return result
-                }
             }
         }
         return result
@@ -314,23 +312,17 @@ package struct InboxStore: Sendable {
         }
     }
 
-    /// Live messages now. The last record says so, unless a crash stopped its
-    /// write before the message file changed; then the one before it does.
+    /// Live messages now: the live count of the latest change that took
+    /// effect. Records after it are changes whose message file was never
+    /// written (a crash between the two steps of `commit`).
     private func liveCount(_ log: ChangeLog) throws -> Int {
-        guard log.count > 0 else { return 0 }
-        let last = try log.record(at: log.count - 1)
-        if let state = try load(last.id), state.seq == last.seq { return last.live }
-        return log.count > 1 ? try log.record(at: log.count - 2).live : try countLiveMessages(log)
-    }
-
-    /// Counts live messages by reading every record (after compaction the log
-    /// may start with a record whose predecessor is gone).
-    private func countLiveMessages(_ log: ChangeLog) throws -> Int {
-        var live = 0
-        for record in try log.records(from: 0, count: log.count) {
-            if let state = try load(record.id), state.seq == record.seq, !state.isTombstone { live += 1 }
+        var index = log.count - 1
+        while index >= 0 {
+            let record = try log.record(at: index)
+            if let state = try load(record.id), state.seq == record.seq { return record.live }
+            index -= 1
         }
-        return live
+        return 0
     }
 
     /// The log record first (durable), then the message file: a crash between
@@ -341,7 +333,13 @@ package struct InboxStore: Sendable {
         } catch let error as SystemError {
             throw StorageError(error, writing: true)
         }
-        try messages.write(envelope.bytes, to: fileName(envelope.id), at: place(envelope.id), replacing: previous?.bytes)
+        do {
+            try messages.write(envelope.bytes, to: fileName(envelope.id), at: place(envelope.id), replacing: previous?.bytes)
+        } catch {
+            // The message file is unchanged (a full disk, say): take the record back.
+            try? log.removeLast()
+            throw error
+        }
     }
 
     /// Rewrites the log with only the records that still name a message's
@@ -370,6 +368,8 @@ package struct InboxStore: Sendable {
             kept.append(ChangeRecord(seq: record.seq, deleted: state.isTombstone, live: live, id: record.id))
         }
         header.records = kept.count
+        // Anchors issued before this compaction may have missed the deletions it drops.
+        if !expired.isEmpty { header.epoch += 1 }
         try ChangeLog.rewrite(logPath, directory: directory, header: header, records: kept)
         for id in expired { _ = try messages.remove(fileName(id)) }
         log.close()
