@@ -33,5 +33,13 @@ unit:
 acceptance: install
 	@Tests/acceptance/run.sh
 
+## Per-request cost beside a C CGI floor, through nginx + TLS and as bare
+## process starts; PEER=path/to/python_mock_cloud.py adds the Python peer.
+## Tables to stdout, Benchmarks/results/latest.md and README's Performance.
+bench:
+	@nginx/mockcloud-nginx.sh deps bench
+	@$(MAKE) --no-print-directory install
+	@python3 Benchmarks/bench.py $(if $(PEER),--peer '$(PEER)') $(BENCH_ARGS)
+
 clean:
 	rm -rf .build cgi-bin/*
