@@ -14,7 +14,7 @@ edit_file() { python3 -c 'import sys; p=sys.argv[1]; b=open(p,"rb").read(); open
 it "a signed PUT writes a MAC sidecar beside the Python-layout file and GET serves it"
 expect 200 PUT /user/settings -H 'X-User-Key: s1' -d '{"weight": 71.30}'
 py 'assert open(os.path.join(DATA, "user_settings", "s1.json.mac")).read().startswith("mockcloud-hmac-sha256 1\nk1 ")
-assert stored("s1").startswith("{\n  \"weight\": 71.30,")'
+assert stored("s1") == "{\n  \"weight\": 71.30,\n  \"serverReceivedAt\": \"%s\"\n}" % doc["serverReceivedAt"], stored("s1")'
 expect 200 GET /user/settings -H 'X-User-Key: s1'
 py 'assert doc["weight"] == 71.3'
 

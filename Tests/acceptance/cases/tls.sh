@@ -9,7 +9,7 @@ handshake() {
     shift
     OPENSSL_CONF=/dev/null timeout 10 openssl s_client -connect "$target" -servername localhost \
         -cipher 'DEFAULT:@SECLEVEL=0' "$@" </dev/null >"$WORK/tls.out" 2>&1 &&
-        grep -q '^ *Protocol *: TLSv1' "$WORK/tls.out"
+        grep -Eq '^New, TLSv1|^ *Protocol *: TLSv1' "$WORK/tls.out"
 }
 
 it "the TLS client used below can speak TLS 1.1 (control server)"
@@ -30,10 +30,11 @@ it "TLS 1.0 is refused"
 
 it "TLS 1.2 is accepted"
 handshake "127.0.0.1:$PORT" -tls1_2 || fail "TLS 1.2 handshake failed: $(tail -n 3 "$WORK/tls.out")"
-grep -q 'Protocol *: TLSv1.2' "$WORK/tls.out" || fail "not TLS 1.2: $(grep -i protocol "$WORK/tls.out")"
+grep -Eq 'New, TLSv1\.2|Protocol *: TLSv1\.2' "$WORK/tls.out" || fail "not TLS 1.2: $(grep -i protocol "$WORK/tls.out")"
 
 it "TLS 1.3 is accepted"
 handshake "127.0.0.1:$PORT" -tls1_3 || fail "TLS 1.3 handshake failed: $(tail -n 3 "$WORK/tls.out")"
+grep -q 'New, TLSv1\.3' "$WORK/tls.out" || fail "not TLS 1.3: $(grep -E 'New,|Protocol' "$WORK/tls.out")"
 
 it "the self-signed certificate names 127.0.0.1 and localhost"
 san="$(openssl x509 -in "$RUN/tls/cert.pem" -noout -ext subjectAltName 2>&1)"
