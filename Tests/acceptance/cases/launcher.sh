@@ -1,0 +1,71 @@
+# nginx/mockcloud-nginx.sh itself (CONTRACT section 7): serve in the
+# foreground until SIGTERM, and leave nothing running, whatever happens.
+
+# Processes (not zombies) whose command line names DIR: what a stack in DIR runs.
+running_in() {
+    local cmdline pid found=""
+    for cmdline in /proc/[0-9]*/cmdline; do
+        pid="${cmdline#/proc/}"
+        pid="${pid%/cmdline}"
+        [[ "$pid" != "$$" && "$pid" != "$BASHPID" ]] || continue
+        if { tr '\0' ' ' <"$cmdline"; } 2>/dev/null | grep -q -- "$1/"; then found+="$pid "; fi
+    done
+    printf '%s' "$found"
+}
+
+serve_run="$WORK/serve"
+serve_port="$(free_port)"
+
+it "serve prints the URL once nginx answers, and serves"
+MOCKCLOUD_RUN="$serve_run" MOCKCLOUD_DATA="$WORK/serve-data" MOCKCLOUD_PORT="$serve_port" \
+    "$LAUNCHER" serve >"$WORK/serve.out" 2>&1 &
+serve_pid=$!
+SERVER_PIDS+=("$serve_pid")
+for ((i = 0; i < 100; i++)); do
+    grep -q 'MockCloud serving' "$WORK/serve.out" && break
+    sleep 0.1
+done
+grep -q "^MockCloud serving https://127.0.0.1:$serve_port  (data: $WORK/serve-data)\$" "$WORK/serve.out" ||
+    fail "no banner: $(cat "$WORK/serve.out")"
+code="$(curl -sk --noproxy '*' -o /dev/null -w '%{http_code}' "https://127.0.0.1:$serve_port/user/settings")"
+[[ "$code" == 400 ]] || fail "GET /user/settings without a key answered $code, expected 400"
+[[ -n "$(running_in "$serve_run")" ]] || fail "no process runs in $serve_run"
+
+it "SIGTERM stops serve, nginx and fcgiwrap with its children: nothing is left running"
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+serve_status=$?
+[[ "$serve_status" == 0 ]] || fail "serve exited with status $serve_status"
+sleep 0.2
+left="$(running_in "$serve_run")"
+[[ -z "$left" ]] || fail "still running: $(ps -o pid=,args= -p "${left// /,}" 2>/dev/null || echo "$left")"
+[[ ! -e "$serve_run/fcgiwrap.sock" ]] || fail "the fcgiwrap socket is still there"
+
+it "start on a busy port fails with nginx's error and leaves no fcgiwrap running"
+busy_run="$WORK/busy"
+if MOCKCLOUD_RUN="$busy_run" MOCKCLOUD_DATA="$WORK/busy-data" MOCKCLOUD_PORT="$MAIN_PORT" \
+    "$LAUNCHER" start >"$WORK/busy.out" 2>&1; then
+    fail "start succeeded on the main stack's port"
+    MOCKCLOUD_RUN="$busy_run" "$LAUNCHER" stop
+fi
+grep -q 'Address already in use' "$WORK/busy.out" || fail "no bind error shown: $(cat "$WORK/busy.out")"
+left="$(running_in "$busy_run")"
+[[ -z "$left" ]] || fail "still running: $left"
+
+it "a run directory too long for fcgiwrap's socket path is refused with a clear message"
+long_run="$WORK/$(printf 'r%.0s' {1..100})"
+! MOCKCLOUD_RUN="$long_run" MOCKCLOUD_PORT="$(free_port)" "$LAUNCHER" start >"$WORK/long.out" 2>&1 ||
+    fail "start succeeded"
+grep -q 'too long for a unix socket path' "$WORK/long.out" || fail "message: $(cat "$WORK/long.out")"
+[[ ! -e "$long_run" ]] || fail "it created $long_run anyway"
+
+it "a second start in a running stack's directory is refused, and stop twice is harmless"
+! MOCKCLOUD_RUN="$WORK/main" MOCKCLOUD_PORT="$(free_port)" "$LAUNCHER" start >"$WORK/twice.out" 2>&1 ||
+    fail "a second start succeeded"
+grep -q 'already running' "$WORK/twice.out" || fail "message: $(cat "$WORK/twice.out")"
+MOCKCLOUD_RUN="$busy_run" "$LAUNCHER" stop || fail "stop of a stopped stack failed"
+
+it "MOCKCLOUD_UPSTREAM with a path is refused (every path must reach the upstream unchanged)"
+! MOCKCLOUD_RUN="$WORK/up" MOCKCLOUD_UPSTREAM=http://127.0.0.1:8000/api "$LAUNCHER" start >"$WORK/up.out" 2>&1 ||
+    fail "start succeeded"
+grep -q 'no path' "$WORK/up.out" || fail "message: $(cat "$WORK/up.out")"
