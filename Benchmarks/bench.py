@@ -205,6 +205,39 @@ def run_cgi(program, env, body=b""):
     return int(head.split(b" ", 2)[1]), payload
 
 
+def anatomy(program, env_for, body, runs, strace, work):
+    """What one request costs the process itself, averaged over `runs` starts:
+    minor page faults and CPU time (from wait4's rusage), and the system
+    calls strace counts once (when strace is installed). `env_for(i)` is the
+    environment of run i."""
+    faults = cpu = 0.0
+    for i in range(runs):
+        env = dict(env_for(i), CONTENT_LENGTH=str(len(body)) if body else "")
+        r, w = os.pipe()
+        # posix_spawn (vfork-like): no copy-on-write faults of ours counted as the program's.
+        pid = os.posix_spawn(program, [program], env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, r, 0), (os.POSIX_SPAWN_CLOSE, w),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+        os.close(r)
+        os.write(w, body)
+        os.close(w)
+        _, _, usage = os.wait4(pid, 0)
+        faults += usage.ru_minflt + usage.ru_majflt
+        cpu += usage.ru_utime + usage.ru_stime
+    calls = None
+    if strace:
+        out = os.path.join(work, "strace.txt")
+        env = dict(env_for(runs), CONTENT_LENGTH=str(len(body)) if body else "")
+        subprocess.run([strace, "-f", "-c", "-o", out, program], input=body, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for line in open(out):
+            fields = line.split()
+            if fields and fields[-1] == "total":
+                calls = int(fields[3])
+    return {"faults": faults / runs, "cpu": cpu / runs, "syscalls": calls}
+
+
 def cgi_env(data, method, uri, key, query="", **extra):
     env = {"PATH": "/usr/bin:/bin", "GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": uri,
            "SCRIPT_NAME": uri, "REQUEST_URI": uri + ("?" + query if query else ""), "QUERY_STRING": query,
@@ -465,10 +498,31 @@ def main():
     feed_results = {(name, count): hyperfine(f"{name} feed {count}", program, env, args.warmup, args.runs, work)
                     for name, count, program, env in feeds}
 
+    # What each request costs the process (faults, CPU, system calls). The
+    # writes go to a scratch copy of the keys so the measured data stays put.
+    log("per-request anatomy: page faults, CPU time, system calls")
+    strace = shutil.which("strace")
+    message = b'{"kg": 71.3, "fat": 18.2, "measuredAt": "2026-05-18T04:43:04.095Z", "device": "mirror-1"}'
+    small_query = feed["feed-small"].split("?", 1)[1]
+    anatomy_requests = [
+        ("GET /user/settings", settings_program, lambda who, i: cgi_env(hdata, "GET", "/user/settings", "u1"), b""),
+        ("PUT /user/settings", settings_program, lambda who, i: cgi_env(hdata, "PUT", "/user/settings", "a-" + who),
+         SETTINGS_BODY),
+        # A new message id on every run, in an inbox of each program's own.
+        ("PUT /inbox/<id>", inbox_program, lambda who, i: cgi_env(hdata, "PUT", f"/inbox/a{i}", "a-" + who), message),
+        ("GET /inbox feed", inbox_program, lambda who, i: cgi_env(hdata, "GET", "/inbox", "feed-small", small_query),
+         b""),
+    ]
+    anatomy_rows = []
+    for label, program, env_for, body in anatomy_requests:
+        anatomy_rows.append([label] + [
+            anatomy(p, lambda i, who=who: env_for(who, i), body, 50, strace, work)
+            for who, p in (("ours", program), ("floor", floor))])
+
     # ------------------------------------------------------------ report
     load_after = open("/proc/loadavg").read().split()[:3]
-    report = render(args, series, routes, peer, start_results, feed_results, floor, load_before, load_after,
-                    time.monotonic() - began)
+    report = render(args, series, routes, peer, start_results, feed_results, anatomy_rows, floor, load_before,
+                    load_after, time.monotonic() - began)
     print(report)
     results = os.path.join(HERE, "results")
     os.makedirs(results, exist_ok=True)
@@ -488,7 +542,8 @@ def git_revision():
         return "unknown"
 
 
-def render(args, series, routes, peer, start_results, feed_results, floor, load_before, load_after, elapsed):
+def render(args, series, routes, peer, start_results, feed_results, anatomy_rows, floor, load_before, load_after,
+           elapsed):
     cpu = "unknown CPU"
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -561,6 +616,16 @@ def render(args, series, routes, peer, start_results, feed_results, floor, load_
                             f"{TARGET_FEED_GROWTH}×) {verdict(growth <= TARGET_FEED_GROWTH)}")
     out.append(table(["program", f"median, {SMALL}", f"median, {large:,}", "time ratio",
                       f"req/s, {SMALL}", f"req/s, {large:,}", "req/s ratio", "wrk p50"], rows))
+
+    out += ["", "**Per request, inside the process** (the program run directly; page faults and CPU time "
+            "averaged from wait4's rusage, system calls counted by `strace -f -c` once, `–` without strace):", ""]
+    rows = []
+    for label, swift, c in anatomy_rows:
+        def calls(r):
+            return str(r["syscalls"]) if r["syscalls"] is not None else "–"
+        rows.append([label, f"{swift['faults']:.0f} / {c['faults']:.0f}", f"{swift['cpu'] * 1000:.2f} / {c['cpu'] * 1000:.2f} ms",
+                     f"{calls(swift)} / {calls(c)}"])
+    out.append(table(["request", "page faults, ours / C", "CPU time, ours / C", "system calls, ours / C"], rows))
 
     sizes = [("C floor (static)", floor)] + [
         (p, os.path.join(CGI_BIN, p)) for p in ("user-settings", "inbox")]
