@@ -1,6 +1,5 @@
 import MockCloudCore
 
 CGIProgram.serve(name: "inbox", bodyLimit: InboxRoute.bodyLimit) { request in
-    let environment = request.environment
-    return try InboxRoute(config: ServiceConfig(environment: environment), environment: environment).respond(to: request)
+    try InboxRoute(config: ServiceConfig(authorizing: request), environment: request.environment).respond(to: request)
 }

@@ -1,5 +1,5 @@
 import MockCloudCore
 
 CGIProgram.serve(name: "user-settings", bodyLimit: SettingsRoute.bodyLimit) { request in
-    try SettingsRoute(config: ServiceConfig(environment: request.environment)).respond(to: request)
+    try SettingsRoute(config: ServiceConfig(authorizing: request)).respond(to: request)
 }

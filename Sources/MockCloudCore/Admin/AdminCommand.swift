@@ -1,16 +1,21 @@
+import Glibc
+
 /// `mockcloud-admin`: checks and signs a data directory.
 ///
 ///     mockcloud-admin verify DATA_DIR    exit 1 and a line per bad file
 ///     mockcloud-admin sign DATA_DIR      sign unsigned files with the first key
 ///     mockcloud-admin rotate DATA_DIR    re-sign every valid file with the first key
+///     mockcloud-admin token TOKENS_FILE [LABEL]   make a bearer token
 ///
 /// Keys come from `MOCKCLOUD_HMAC_KEYS` (or `--keys FILE`), as for the programs.
 package struct AdminCommand {
     package static let usage = """
         usage: mockcloud-admin verify|sign|rotate [--keys FILE] [--require] DATA_DIR
+               mockcloud-admin token TOKENS_FILE [LABEL]
           verify   check every stored document's MAC; exit 1 and name each bad file
           sign     sign unsigned (legacy) documents with the first key
           rotate   re-sign every valid document with the first key (after adding a new first key)
+          token    make a bearer token: print it once, append only its SHA-256 to TOKENS_FILE (0600)
         Keys: --keys FILE or MOCKCLOUD_HMAC_KEYS. --require (or MOCKCLOUD_HMAC_REQUIRE=1):
         verify counts unsigned documents as bad.
         """
@@ -40,6 +45,9 @@ package struct AdminCommand {
             default: positional.append(argument)
             }
         }
+        if positional.first == "token", (2...3).contains(positional.count) {
+            return token(file: positional[1], label: positional.count == 3 ? positional[2] : "")
+        }
         guard positional.count == 2, ["verify", "sign", "rotate"].contains(positional[0]) else {
             return Result(errors: usage.split(separator: "\n").map(String.init), status: 2)
         }
@@ -60,6 +68,38 @@ package struct AdminCommand {
             return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
         }
         return result
+    }
+
+    /// Appends a new token's hash to the token file (created 0600) and
+    /// prints the token, the only time it is ever shown.
+    private static func token(file: String, label: String) -> Result {
+        guard label.isEmpty || Identifier.matches(label, maxLength: 64, extra: Array("._-".utf8)) else {
+            return Result(errors: ["mockcloud-admin: a label is 1-64 letters, digits, '.', '_' or '-'"], status: 2)
+        }
+        do {
+            if let existing = try Sys.readFile(file) {
+                // Refuse to add to a file the programs would refuse to read.
+                _ = try AccessTokens.parse(try PrivateFile.read(file, what: "token file"), path: file)
+                if !existing.isEmpty, existing.last != 0x0A { try append("\n", to: file) }
+            }
+            let (token, line) = AccessTokens.newToken(label: label)
+            try append(line + "\n", to: file)
+            return Result(
+                output: [token],
+                errors: ["mockcloud-admin: token added to \(file); it is shown only now. Send it as: Authorization: Bearer <token>"])
+        } catch let error as any HTTPResponseError {
+            return Result(errors: ["mockcloud-admin: " + (error.logDetail ?? error.message)], status: 2)
+        } catch {
+            return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
+        }
+    }
+
+    private static func append(_ text: String, to file: String) throws {
+        let fd = try Sys.open(file, O_WRONLY | O_APPEND | O_CREAT, mode: 0o600)
+        try Sys.closing(fd) { fd in
+            try Sys.writeAll(fd, Array(text.utf8), path: file)
+            try Sys.fsync(fd, path: file)
+        }
     }
 
     private static func check(_ document: StoredDocument, _ integrity: Integrity) throws -> (bytes: [UInt8], verdict: Integrity.Verdict)? {

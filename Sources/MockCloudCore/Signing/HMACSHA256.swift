@@ -37,9 +37,15 @@ package final class HMACSHA256: @unchecked Sendable {
     /// then the bytes are compared in constant time (`CRYPTO_memcmp`).
     package func isValid(mac: [UInt8], for parts: [[UInt8]]) -> Bool {
         guard mac.count == Self.macLength else { return false }
-        let expected = authenticationCode(for: parts)
-        return expected.withUnsafeBytes { a in
-            mac.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, Self.macLength) == 0 }
+        return Self.constantTimeEqual(authenticationCode(for: parts), mac)
+    }
+
+    /// Equal lengths and equal bytes, compared in time that does not depend
+    /// on where they differ (`CRYPTO_memcmp`).
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 }
         }
     }
 

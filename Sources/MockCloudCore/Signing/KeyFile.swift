@@ -1,21 +1,22 @@
 import Glibc
 
-/// Why the HMAC key file cannot be used. Every request then fails with a 500
-/// that names the problem; no message ever contains a secret.
+/// Why a private file (the HMAC key file, the token file) cannot be used.
+/// Every request then fails with a 500 that names the problem; no message
+/// ever contains a secret.
 package enum KeyFileError: HTTPResponseError, Equatable {
-    case unreadable(path: String, reason: String)
-    case tooOpen(path: String, mode: UInt32)
-    case malformed(path: String, line: Int, reason: String)
+    case unreadable(path: String, reason: String, what: String = "HMAC key file")
+    case tooOpen(path: String, mode: UInt32, what: String = "HMAC key file")
+    case malformed(path: String, line: Int, reason: String, what: String = "HMAC key file")
     case noKeys(path: String)
 
     package var status: Int { 500 }
 
     package var message: String {
         switch self {
-        case .unreadable(let path, let reason): return "HMAC key file \(path) cannot be read: \(reason)"
-        case .tooOpen(let path, let mode):
-            return "HMAC key file \(path) is readable by group or others (mode \(Self.octal(mode))); run chmod 600 \(path)"
-        case .malformed(let path, let line, let reason): return "HMAC key file \(path), line \(line): \(reason)"
+        case .unreadable(let path, let reason, let what): return "\(what) \(path) cannot be read: \(reason)"
+        case .tooOpen(let path, let mode, let what):
+            return "\(what) \(path) is readable by group or others (mode \(Self.octal(mode))); run chmod 600 \(path)"
+        case .malformed(let path, let line, let reason, let what): return "\(what) \(path), line \(line): \(reason)"
         case .noKeys(let path): return "HMAC key file \(path) holds no key"
         }
     }
@@ -25,6 +26,44 @@ package enum KeyFileError: HTTPResponseError, Equatable {
     static func octal(_ mode: UInt32) -> String {
         let digits = String(mode & 0o7777, radix: 8)
         return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}
+
+/// Files that hold secrets or their hashes: readable by the owner alone.
+package enum PrivateFile {
+    /// Reads a file whose mode must not let group or others read it.
+    package static func read(_ path: String, what: String) throws -> [UInt8] {
+        let fd: Int32
+        do {
+            fd = try Sys.open(path, O_RDONLY)
+        } catch let error as SystemError {
+            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)), what: what)
+        }
+        defer { Sys.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(errno)), what: what)
+        }
+        if info.st_mode & 0o077 != 0 { throw KeyFileError.tooOpen(path: path, mode: info.st_mode, what: what) }
+        do {
+            return try Sys.readAll(fd, path: path, limit: 1 << 20)
+        } catch let error as SystemError {
+            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)), what: what)
+        }
+    }
+
+    /// The meaningful lines with their 1-based numbers: trimmed, without
+    /// blank lines and `#` comments.
+    package static func lines(_ text: [UInt8]) -> [(Int, ArraySlice<UInt8>)] {
+        var out: [(Int, ArraySlice<UInt8>)] = []
+        for (number, rawLine) in text.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            var line = rawLine
+            while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line.removeLast() }
+            while let first = line.first, first == 0x20 || first == 0x09 { line.removeFirst() }
+            if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
+            out.append((number + 1, line))
+        }
+        return out
     }
 }
 
@@ -57,24 +96,7 @@ package struct SigningKeys: Sendable {
 
     /// Loads and checks a key file: mode 0600 or stricter, well formed.
     package static func load(path: String) throws -> SigningKeys {
-        let fd: Int32
-        do {
-            fd = try Sys.open(path, O_RDONLY)
-        } catch let error as SystemError {
-            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)))
-        }
-        defer { Sys.close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
-        }
-        if info.st_mode & 0o077 != 0 { throw KeyFileError.tooOpen(path: path, mode: info.st_mode) }
-        var text: [UInt8]
-        do {
-            text = try Sys.readAll(fd, path: path, limit: 1 << 20)
-        } catch let error as SystemError {
-            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)))
-        }
+        var text = try PrivateFile.read(path, what: "HMAC key file")
         defer { HMACSHA256.wipe(&text) }
         return try parse(text, path: path)
     }
@@ -82,12 +104,7 @@ package struct SigningKeys: Sendable {
     /// Parses key file text; `path` is only for the error messages.
     package static func parse(_ text: [UInt8], path: String) throws -> SigningKeys {
         var keys: [Key] = []
-        for (number, rawLine) in text.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
-            var line = rawLine
-            while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line.removeLast() }
-            while let first = line.first, first == 0x20 || first == 0x09 { line.removeFirst() }
-            if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
-            let lineNumber = number + 1
+        for (lineNumber, line) in PrivateFile.lines(text) {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
                 throw KeyFileError.malformed(path: path, line: lineNumber, reason: "expected key-id:secret")
             }
