@@ -227,6 +227,7 @@ load_settings() {
         [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
     done
     for name in DATA RUN CGI_BIN HMAC_KEYS; do check_config_text "MOCKCLOUD_$name" "${!name}"; done
+    check_config_text "the nginx/ directory's path" "$NGINX_DIR"
     # sun_path holds 108 bytes including the terminating NUL.
     if ((${#SOCKET} > 107)); then
         die "MOCKCLOUD_RUN is too long for a unix socket path ($SOCKET is ${#SOCKET} bytes, the limit is 107): use a shorter MOCKCLOUD_RUN, e.g. \$(mktemp -d /tmp/mc.XXXX)"
@@ -456,7 +457,10 @@ cmd_start() {
 }
 
 cmd_stop() {
-    load_settings
+    # Only the run directory matters here: a stale or odd setting elsewhere
+    # must never keep a stack from stopping.
+    RUN="$(absolute "${MOCKCLOUD_RUN:-./run}")"
+    SOCKET="$RUN/fcgiwrap.sock"
     stop_all
 }
 
