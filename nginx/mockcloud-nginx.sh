@@ -13,7 +13,8 @@
 #   MOCKCLOUD_RUN       ./run     certificate, nginx.conf, logs, pids, socket
 #   MOCKCLOUD_CGI_BIN   <repo>/cgi-bin
 #   MOCKCLOUD_UPSTREAM  e.g. http://127.0.0.1:8000: every other path goes there
-#   MOCKCLOUD_HMAC_KEYS, MOCKCLOUD_HMAC_REQUIRE   passed to the programs
+#   MOCKCLOUD_HMAC_KEYS, MOCKCLOUD_HMAC_REQUIRE,
+#   MOCKCLOUD_TOKENS                              passed to the programs
 #   MOCKCLOUD_INBOX_MAX_MESSAGES, MOCKCLOUD_INBOX_TOMBSTONE_HORIZON,
 #   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
@@ -206,6 +207,8 @@ load_settings() {
     HMAC_KEYS="${MOCKCLOUD_HMAC_KEYS:-}"
     HMAC_REQUIRE="${MOCKCLOUD_HMAC_REQUIRE:-}"
     [[ -z "$HMAC_KEYS" ]] || HMAC_KEYS="$(absolute "$HMAC_KEYS")"
+    TOKENS="${MOCKCLOUD_TOKENS:-}"
+    [[ -z "$TOKENS" ]] || TOKENS="$(absolute "$TOKENS")"
     SOCKET="$RUN/fcgiwrap.sock"
 
     [[ "$PORT" =~ ^[0-9]+$ ]] && ((PORT >= 1 && PORT <= 65535)) ||
@@ -226,7 +229,7 @@ load_settings() {
     for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS; do
         [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
     done
-    for name in DATA RUN CGI_BIN HMAC_KEYS; do check_config_text "MOCKCLOUD_$name" "${!name}"; done
+    for name in DATA RUN CGI_BIN HMAC_KEYS TOKENS; do check_config_text "MOCKCLOUD_$name" "${!name}"; done
     check_config_text "the nginx/ directory's path" "$NGINX_DIR"
     # sun_path holds 108 bytes including the terminating NUL.
     if ((${#SOCKET} > 107)); then
@@ -320,6 +323,7 @@ render_config() {
         -e "s|@SOCKET@|$(sed_text "$SOCKET")|g" \
         -e "s|@HMAC_KEYS@|$(sed_text "$HMAC_KEYS")|g" \
         -e "s|@HMAC_REQUIRE@|$(sed_text "$HMAC_REQUIRE")|g" \
+        -e "s|@TOKENS@|$(sed_text "$TOKENS")|g" \
         -e "s|@INBOX_MAX_MESSAGES@|$INBOX_MAX_MESSAGES|g" \
         -e "s|@INBOX_TOMBSTONE_HORIZON@|$INBOX_TOMBSTONE_HORIZON|g" \
         -e "s|@INBOX_COMPACT_MIN_RECORDS@|$INBOX_COMPACT_MIN_RECORDS|g" \

@@ -18,13 +18,14 @@ sys.stdout.write("Status: %s Answer\r\nContent-Type: application/json\r\n\r\n%s"
 PROGRAM
 chmod 0755 "$fake_bin/user-settings"
 
-it "a stack whose cgi-bin has a stand-in user-settings and no inbox starts (HMAC settings given)"
+it "a stack whose cgi-bin has a stand-in user-settings and no inbox starts (HMAC and token settings given)"
 # Variables in the launcher's own environment must not reach the programs.
 MOCKCLOUD_LEAK_PROBE=leaked HTTP_PROXY=http://proxy.invalid:3128 start_stack fake \
-    "MOCKCLOUD_CGI_BIN=$fake_bin" "MOCKCLOUD_HMAC_KEYS=$WORK/hmac.keys" MOCKCLOUD_HMAC_REQUIRE=1 ||
+    "MOCKCLOUD_CGI_BIN=$fake_bin" "MOCKCLOUD_HMAC_KEYS=$WORK/hmac.keys" MOCKCLOUD_HMAC_REQUIRE=1 \
+    "MOCKCLOUD_TOKENS=$WORK/tokens" ||
     fail "the stack did not start"
 
-it "the program gets the CGI meta-variables, the data directory and the HMAC settings as fastcgi_params"
+it "the program gets the CGI meta-variables, the data directory, HMAC and token settings as fastcgi_params"
 expect 200 GET '/user/settings?a=1&b=%20' -H 'X-User-Key: u1'
 py 'env = doc["env"]
 assert env["REQUEST_METHOD"] == "GET" and env["DOCUMENT_URI"] == "/user/settings", env
@@ -33,6 +34,7 @@ assert env["CONTENT_LENGTH"] == "", env
 assert env["MOCKCLOUD_DATA"] == DATA, (env["MOCKCLOUD_DATA"], DATA)
 assert env["MOCKCLOUD_HMAC_KEYS"] == os.path.join(os.path.dirname(DATA), "hmac.keys"), env
 assert env["MOCKCLOUD_HMAC_REQUIRE"] == "1", env
+assert env["MOCKCLOUD_TOKENS"] == os.path.join(os.path.dirname(DATA), "tokens"), env
 assert env["HTTPS"] == "on" and env["GATEWAY_INTERFACE"] == "CGI/1.1", env'
 
 it "fcgiwrap's own environment is clean: nothing from the launcher's environment leaks"
@@ -48,8 +50,8 @@ it "a chunked upload reaches the program with an exact CONTENT_LENGTH"
 expect 200 PUT /user/settings -H 'X-User-Key: u1' -H 'Transfer-Encoding: chunked' --data-binary '{"twelve": 1}'
 py 'assert doc["env"]["CONTENT_LENGTH"] == "13" and doc["body_length"] == 13, doc["env"].get("CONTENT_LENGTH")'
 
-it "the program's own 400, 404, 500 and 503 answers pass through untouched"
-for status in 400 404 500 503; do
+it "the program's own 400, 401, 403, 404, 500 and 503 answers pass through untouched"
+for status in 400 401 403 404 500 503; do
     expect "$status" GET /user/settings -H "X-Answer-Status: $status"
     body_is "{\"error\": \"the program's own $status\"}"
 done
@@ -61,9 +63,9 @@ py 'assert set(doc) == {"error"}, doc'
 it "a route whose program is missing from cgi-bin gives a JSON 502"
 expect 502 GET /inbox
 py 'assert set(doc) == {"error"} and "missing" in doc["error"], doc'
-expect 502 PUT /inbox/abc -d '{}'
+expect 502 PUT /inbox/abc.html -d '{}'
 
-it "without MOCKCLOUD_HMAC_KEYS / _REQUIRE at launch, the programs get no such variables"
+it "without MOCKCLOUD_HMAC_KEYS, _REQUIRE or MOCKCLOUD_TOKENS at launch, the programs get no such variables"
 fake_bin2="$WORK/fake-bin2"
 mkdir -p "$fake_bin2"
 cp "$fake_bin/user-settings" "$fake_bin2/user-settings"
@@ -71,7 +73,7 @@ cp "$fake_bin/user-settings" "$fake_bin2/inbox"
 start_stack fake2 "MOCKCLOUD_CGI_BIN=$fake_bin2" MOCKCLOUD_INBOX_MAX_MESSAGES=5 \
     MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=60 MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=7 || fail "the stack did not start"
 expect 200 GET /user/settings
-py 'assert "MOCKCLOUD_HMAC_KEYS" not in doc["env"] and "MOCKCLOUD_HMAC_REQUIRE" not in doc["env"], doc["env"]'
+py 'assert not {"MOCKCLOUD_HMAC_KEYS", "MOCKCLOUD_HMAC_REQUIRE", "MOCKCLOUD_TOKENS"} & set(doc["env"]), doc["env"]'
 
 it "the MOCKCLOUD_INBOX_* settings given at launch reach the inbox program (only)"
 py 'assert not [name for name in doc["env"] if name.startswith("MOCKCLOUD_INBOX")], doc["env"]'
