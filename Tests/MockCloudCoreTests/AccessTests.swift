@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func theRouteIsClosedUntilTheTokenIsGiven() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let file = dir.path + "/tokens"
         let (token, line) = AccessTokens.newToken(label: "phone")
         #expect(token.hasPrefix("mct_") && token.count == 68)
@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func adminTokenPrintsTheTokenOnceAndStoresOnlyItsHash() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let file = dir.path + "/tokens"
         let first = AdminCommand.run(["token", file, "phone"], environment: [:])
         let second = AdminCommand.run(["token", file], environment: [:])

@@ -55,14 +55,7 @@ final class InboxSandbox {
         var all = headers
         if let userKey { all["X-User-Key"] = userKey }
         let request = CGIRequest(method: method, path: path, query: query, headers: all, body: body)
-        do {
-            return try route.respond(to: request)
-        } catch let error as any HTTPResponseError {
-            return .error(error)
-        } catch {
-            Issue.record("not an HTTP error: \(error)")
-            return CGIResponse(status: -1)
-        }
+        return answer { try route.respond(to: request) }
     }
 
     func put(_ id: String, _ body: String, version: String? = nil, device: String? = nil) -> CGIResponse {

@@ -34,14 +34,7 @@ struct SettingsServer {
         var all = headers
         if let key { all["X-User-Key"] = key }
         let request = CGIRequest(method: method, path: path, headers: all, contentType: contentType, body: bytes)
-        do {
-            return try route.respond(to: request)
-        } catch let error as any HTTPResponseError {
-            return .error(error)
-        } catch {
-            Issue.record("not an HTTP error: \(error)")
-            return CGIResponse(status: 0)
-        }
+        return answer { try route.respond(to: request) }
     }
 
     /// `PATCH` with the merge-patch content type.

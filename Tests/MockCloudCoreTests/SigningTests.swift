@@ -86,7 +86,7 @@ import Testing
     }
 
     @Test func aKeyFileReadableByGroupOrOthersIsRefusedWithItsMode() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let path = dir.path + "/keys"
         try Data("k1:\(Self.hexSecret)\n".utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o644)
@@ -160,7 +160,7 @@ import Testing
     // MARK: - Signed folders and routes
 
     @Test func aSignedWriteLeavesTheNewMACAloneAndAnEditedFileIsNotServed() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let integrity = try Self.integrity("k1:\(Self.hexSecret)\n")
         let folder = DocumentFolder(directory: dir.path + "/user_settings", integrity: integrity)
         try folder.write(Self.bytes("{\"v\": 1}"), to: "u1.json", at: Self.place, replacing: nil)
@@ -174,7 +174,7 @@ import Testing
     }
 
     @Test func unsignedLegacyFilesAreServedUnlessSignaturesAreRequired() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir.path + "/user_settings", withIntermediateDirectories: true)
         try Data("{}".utf8).write(to: URL(fileURLWithPath: dir.path + "/user_settings/u1.json"))
         let lenient = DocumentFolder(directory: dir.path + "/user_settings", integrity: try Self.integrity("k1:\(Self.hexSecret)\n"))
@@ -187,7 +187,7 @@ import Testing
     }
 
     @Test func writingWithSigningOffRemovesAStaleSidecar() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let signed = DocumentFolder(directory: dir.path, integrity: try Self.integrity("k1:\(Self.hexSecret)\n"))
         try signed.write(Self.bytes("{}"), to: "u1.json", at: Self.place, replacing: nil)
         #expect(FileManager.default.fileExists(atPath: dir.path + "/u1.json.mac"))
@@ -197,7 +197,7 @@ import Testing
     }
 
     @Test func settingsCopiedFromAnotherUserFailTheirCheck() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let integrity = try Self.integrity("k1:\(Self.hexSecret)\n")
         let route = SettingsRoute(dataRoot: dir.path, integrity: integrity, clock: { 0 })
         for key in ["u1", "u2"] {
@@ -217,7 +217,7 @@ import Testing
     }
 
     @Test func inboxMessagesAreSignedAndATamperedOneStopsTheFeed() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let route = InboxRoute(dataRoot: dir.path, integrity: try Self.integrity("k1:\(Self.hexSecret)\n"), clock: { 0 })
         let put = try route.respond(to: CGIRequest(method: "PUT", path: "/inbox/m1", headers: ["X-User-Key": "u1"], body: Self.bytes("{\"kg\": 70}")))
         #expect(put.status == 201)
@@ -238,7 +238,7 @@ import Testing
     // MARK: - mockcloud-admin
 
     @Test func verifyFindsEveryTamperedFileAmongManyAndExitsOne() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let keys = dir.path + "/keys"
         try writeKeys(keys, "k1:\(Self.hexSecret)\n")
         let integrity = try Integrity(environment: ["MOCKCLOUD_HMAC_KEYS": keys])
@@ -265,7 +265,7 @@ import Testing
     }
 
     @Test func signSignsLegacyFilesAndRotateMovesEverythingToTheNewKey() throws {
-        let dir = try TemporaryFolder()
+        let dir = try TemporaryDirectory()
         let data = dir.path + "/data"
         _ = try SettingsRoute(dataRoot: data, clock: { 0 })
             .respond(to: CGIRequest(method: "PUT", path: "/user/settings", headers: ["X-User-Key": "legacy"], body: Self.bytes("{}")))
@@ -296,16 +296,4 @@ import Testing
 func writeKeys(_ path: String, _ text: String) throws {
     try Data(text.utf8).write(to: URL(fileURLWithPath: path))
     chmod(path, 0o600)
-}
-
-/// A temporary folder for one test, removed afterwards.
-final class TemporaryFolder {
-    let path: String
-
-    init() throws {
-        path = NSTemporaryDirectory() + "mockcloud-signing-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MockCloudCore
+import Testing
 
 // Helpers shared by the storage, CGI and route tests. They live in their own
 // file because three feature files use them; each feature file holds tests only.
@@ -113,3 +114,16 @@ func prettyText(_ value: JSONValue) -> String {
 /// bound by its C symbol, as the library does.
 @_silgen_name("flock")
 func testFlock(_ fd: Int32, _ operation: Int32) -> Int32
+
+/// Runs a route as the CGI edge does: an `HTTPResponseError` becomes its
+/// answer; any other error is a test failure.
+func answer(_ respond: () throws -> CGIResponse) -> CGIResponse {
+    do {
+        return try respond()
+    } catch let error as any HTTPResponseError {
+        return .error(error)
+    } catch {
+        Issue.record("not an HTTP error: \(error)")
+        return CGIResponse(status: 0)
+    }
+}
