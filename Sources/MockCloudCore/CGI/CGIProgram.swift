@@ -20,15 +20,30 @@ package enum CGIProgram {
                 Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
                 {"error": "request took too long (storage busy); nothing was written, try again"}
                 """
-            _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount)
+            if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
             _exit(1)
         })
+        // A trap (a Swift runtime check) or a fault still answers in JSON, and
+        // says so in the server log, instead of leaving fcgiwrap a bare 502.
+        for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] {
+            signal(fault, { number in
+                let answer: StaticString = """
+                    Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
+                    {"error": "internal error; see the server log"}
+                    """
+                let line: StaticString = "mockcloud: the program crashed (fatal signal); answered 500\n"
+                if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
+                _ = write(2, line.utf8Start, line.utf8CodeUnitCount)
+                _exit(128 + number)
+            })
+        }
         alarm(timeLimitSeconds)
         let environment = CGIEnvironment.process
         let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
         alarm(0)
         // A HEAD answer carries GET's headers, Content-Length included, and no body.
         let bytes = response.serialized(includingBody: environment["REQUEST_METHOD"] != "HEAD")
+        responseStarted = true
         do {
             try Sys.writeAll(1, bytes, path: "stdout")
         } catch {
@@ -46,6 +61,8 @@ package enum CGIProgram {
     ) -> CGIResponse {
         do {
             let body = try readBody(environment: environment, limit: bodyLimit, from: stdin)
+            // Test hook: the acceptance tests make a real program trap here.
+            if environment["MOCKCLOUD_FAULT"] == "trap" { fatalError("MOCKCLOUD_FAULT=trap") }
             return try handler(CGIRequest(environment: environment, body: body))
         } catch let error as any HTTPResponseError {
             if let detail = error.logDetail { log(name, detail) }
@@ -96,3 +113,7 @@ package enum CGIProgram {
         try? Sys.writeAll(2, text, path: "stderr")
     }
 }
+
+/// Set once the response is being written, so that a signal handler never
+/// writes a second one.
+nonisolated(unsafe) private var responseStarted = false

@@ -1,16 +1,18 @@
 # The nginx → fcgiwrap → program wiring, seen from a stand-in program that
 # answers with the environment it was given (and, on request, a chosen
-# status or no answer at all).
+# status, or hands over to the real program made to trap).
 
 fake_bin="$WORK/fake-bin"
 mkdir -p "$fake_bin"
 # fcgiwrap runs it with PATH=/usr/bin:/bin only: name the interpreter.
 printf '#!%s\n' "$(python3 -c 'import sys; print(sys.executable)')" >"$fake_bin/user-settings"
+printf 'REAL = %s\n' "'$MOCKCLOUD_CGI_BIN/user-settings'" >>"$fake_bin/user-settings"
 cat >>"$fake_bin/user-settings" <<'PROGRAM'
 import json, os, sys
-body = sys.stdin.buffer.read()
 if os.environ.get("HTTP_X_CRASH"):
-    sys.exit(3)                      # dies without a word
+    # The real program, made to trap by its test hook before it answers.
+    os.execve(REAL, [REAL], dict(os.environ, MOCKCLOUD_FAULT="trap"))
+body = sys.stdin.buffer.read()
 status = os.environ.get("HTTP_X_ANSWER_STATUS", "200")
 out = json.dumps({"error": "the program's own " + status} if status != "200" else
                  {"env": dict(os.environ), "body_length": len(body)})
@@ -56,9 +58,31 @@ for status in 400 401 403 404 500 503; do
     body_is "{\"error\": \"the program's own $status\"}"
 done
 
-it "a program that dies without answering gives a JSON 502"
-expect 502 PUT /user/settings -H 'X-Crash: 1' -d '{}'
-py 'assert set(doc) == {"error"}, doc'
+it "a program that traps still answers a JSON 500, and the server log says it crashed"
+expect 500 PUT /user/settings -H 'X-Crash: 1' -d '{}'
+body_is '{"error": "internal error; see the server log"}'
+grep -q "the program crashed (fatal signal)" "$RUN/logs/error.log" || fail "error.log: $(tail -3 "$RUN/logs/error.log")"
+
+it "a broken chunked body is refused by nginx with a JSON 400, before any program runs"
+out="$(python3 - "$PORT" <<'PYTHON'
+import socket, ssl, sys
+context = ssl.create_default_context()
+context.check_hostname = False
+context.verify_mode = ssl.CERT_NONE
+with context.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)) as tls:
+    tls.sendall(b"PUT /user/settings HTTP/1.1\r\nHost: x\r\nX-User-Key: u1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nnot hex\r\n0\r\n\r\n")
+    answer = b""
+    while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < 10:
+        data = tls.recv(4096)
+        if not data:
+            break
+        answer += data
+print(answer.decode("latin-1"))
+PYTHON
+)"
+[[ "$out" == "HTTP/1.1 400"* ]] || fail "status line: $(head -1 <<<"$out")"
+grep -qi '^Content-Type: application/json' <<<"$out" || fail "not JSON: $out"
+[[ "$out" == *'{"error": "bad request"}'* ]] || fail "body: $out"
 
 it "a route whose program is missing from cgi-bin gives a JSON 502"
 expect 502 GET /inbox
