@@ -1,0 +1,558 @@
+"""What the stress scripts share: a stack through the launcher, raw TLS
+exchanges, the programs run as processes the way fcgiwrap runs them, and a
+checker that proves a data directory is whole.
+
+Python 3 standard library only. Nothing here reads /work/shared or any path
+outside the repository and the directories the caller names.
+"""
+import json
+import os
+import re
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+LAUNCHER = os.path.join(REPO, "nginx", "mockcloud-nginx.sh")
+DEFAULT_CGI_BIN = os.environ.get("MOCKCLOUD_CGI_BIN") or os.path.join(REPO, "cgi-bin")
+
+# Clients may send numbers of any length; the checks must read them back.
+if hasattr(__import__("sys"), "set_int_max_str_digits"):
+    __import__("sys").set_int_max_str_digits(0)
+
+# ---------------------------------------------------------------- results
+
+
+class Checks:
+    """`ok` / `FAIL` lines, then `N passed, M failed` (STYLE point 11)."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, problems, limit=int(os.environ.get("STRESS_SHOW", "15"))):
+        """`problems`: a list of strings (empty: the check passed) or a bool."""
+        if problems is True or problems == []:
+            self.passed += 1
+            print("ok    %s" % name, flush=True)
+            return True
+        self.failed += 1
+        print("FAIL  %s" % name, flush=True)
+        if isinstance(problems, list):
+            for line in problems[:limit]:
+                print("        %s" % line, flush=True)
+            if len(problems) > limit:
+                print("        ... and %d more" % (len(problems) - limit), flush=True)
+        return False
+
+    def summary(self):
+        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
+        return 1 if self.failed else 0
+
+
+# ---------------------------------------------------------------- stacks
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    """nginx + fcgiwrap + the programs, started with the project's launcher on
+    a free 127.0.0.1 port with its own data and run directories; stopped by
+    the launcher, which stops each process by its recorded PID."""
+
+    def __init__(self, work, name, cgi_bin=None, **settings):
+        self.run = os.path.join(work, name)
+        self.data = os.path.join(work, name + "-data")
+        self.port = free_port()
+        self.base = "https://127.0.0.1:%d" % self.port
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
+        self.env.update(MOCKCLOUD_RUN=self.run, MOCKCLOUD_DATA=self.data, MOCKCLOUD_PORT=str(self.port),
+                        MOCKCLOUD_CGI_BIN=cgi_bin or DEFAULT_CGI_BIN)
+        self.env.update(settings)
+
+    def start(self):
+        out = subprocess.run([LAUNCHER, "start"], env=self.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError("the stack did not start:\n" + out.stdout.decode(errors="replace"))
+        return self
+
+    def stop(self):
+        subprocess.run([LAUNCHER, "stop"], env=self.env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# ---------------------------------------------------------------- TLS
+
+def tls_context():
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+TLS = tls_context()
+
+
+def host_port(base):
+    url = urllib.parse.urlsplit(base)
+    return url.hostname, url.port
+
+
+class Response:
+    def __init__(self, status, headers, body, version="HTTP/1.1"):
+        self.status = status
+        self.headers = headers          # list of (lowercased name, value)
+        self.body = body
+        self.version = version
+
+    def header(self, name):
+        for key, value in self.headers:
+            if key == name.lower():
+                return value
+        return None
+
+    def json(self):
+        return json.loads(self.body)
+
+
+def parse_responses(data, head_request=False):
+    """Splits the bytes a server sent on one connection into responses.
+    Returns (responses, leftover bytes that are not a whole response)."""
+    responses = []
+    while data:
+        if not data.startswith(b"HTTP/"):
+            # HTTP/0.9: a body with no status line and no headers.
+            responses.append(Response(None, [], data, version="HTTP/0.9"))
+            return responses, b""
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            return responses, data
+        head = data[:end].decode("latin-1").split("\r\n")
+        rest = data[end + 4:]
+        parts = head[0].split(" ", 2)
+        try:
+            status = int(parts[1])
+        except (IndexError, ValueError):
+            return responses, data
+        headers = []
+        for line in head[1:]:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers.append((name.strip().lower(), value.strip()))
+        response = Response(status, headers, b"", version=parts[0])
+        names = dict(headers)
+        if head_request or status in (204, 304) or 100 <= status < 200:
+            body, rest = b"", rest
+        elif "content-length" in names:
+            length = int(names["content-length"])
+            if len(rest) < length:
+                return responses, data
+            body, rest = rest[:length], rest[length:]
+        elif "chunked" in names.get("transfer-encoding", "").lower():
+            body = b""
+            while True:
+                line_end = rest.find(b"\r\n")
+                if line_end < 0:
+                    return responses, data
+                size = int(rest[:line_end].split(b";")[0], 16)
+                rest = rest[line_end + 2:]
+                if size == 0:
+                    trailer_end = rest.find(b"\r\n")
+                    rest = rest[trailer_end + 2:] if trailer_end >= 0 else b""
+                    break
+                body += rest[:size]
+                rest = rest[size + 2:]
+        else:
+            body, rest = rest, b""
+        response.body = body
+        responses.append(response)
+        head_request = False        # only the first request of a pipeline is known
+        data = rest
+    return responses, b""
+
+
+def exchange(base, parts, read_timeout=10.0, total_timeout=15.0, head_request=False, plain=False):
+    """Sends `parts` over one new TLS connection (a part is bytes, or a
+    float: seconds to wait before the next part), then reads until the server
+    closes or `read_timeout` passes without a byte. Returns
+    (responses, leftover, error text or None, seconds)."""
+    host, port = host_port(base)
+    started = time.monotonic()
+    error = None
+    received = b""
+    sock = None
+    try:
+        raw = socket.create_connection((host, port), timeout=read_timeout)
+        sock = raw if plain else TLS.wrap_socket(raw)
+        try:
+            for part in parts:
+                if isinstance(part, float):
+                    time.sleep(part)
+                elif part:
+                    sock.sendall(part)
+        except (OSError, ssl.SSLError) as exc:
+            # nginx may answer (413, 400) and close before taking every byte.
+            error = "send: %s" % type(exc).__name__
+        sock.settimeout(read_timeout)
+        while time.monotonic() - started < total_timeout:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                error = (error + "; " if error else "") + "read timeout"
+                break
+            except (OSError, ssl.SSLError) as exc:
+                error = (error + "; " if error else "") + "read: %s" % type(exc).__name__
+                break
+            if not chunk:
+                break
+            received += chunk
+    except (OSError, ssl.SSLError) as exc:
+        error = "connect: %s %s" % (type(exc).__name__, exc)
+    finally:
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+    responses, leftover = parse_responses(received, head_request)
+    return responses, leftover, error, time.monotonic() - started
+
+
+def request(base, method, path, headers=None, body=None, timeout=30.0):
+    """One well-formed request (Connection: close) over raw TLS."""
+    host, port = host_port(base)
+    head = ["%s %s HTTP/1.1" % (method, path), "Host: %s:%d" % (host, port), "Connection: close"]
+    data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+    for name, value in (headers or {}).items():
+        head.append("%s: %s" % (name, value))
+    if data is not None:
+        head.append("Content-Length: %d" % len(data))
+    payload = ("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + (data or b"")
+    responses, _, error, _ = exchange(base, [payload], read_timeout=timeout, total_timeout=timeout,
+                                      head_request=(method == "HEAD"))
+    if not responses:
+        raise ConnectionError("%s %s: no answer (%s)" % (method, path, error))
+    return responses[0]
+
+
+# ---------------------------------------------------------------- programs
+
+def cgi_environment(method, path, data, headers=None, query="", body=b"", extra=None):
+    """The environment fcgiwrap gives a program for this request (nginx's
+    fastcgi_params), with nothing else in it."""
+    env = {
+        "PATH": "/usr/bin:/bin", "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1",
+        "REQUEST_METHOD": method, "DOCUMENT_URI": path, "SCRIPT_NAME": path,
+        "REQUEST_URI": path + ("?" + query if query else ""), "QUERY_STRING": query,
+        "CONTENT_LENGTH": str(len(body)) if body else "", "CONTENT_TYPE": "",
+        "HTTPS": "on", "REQUEST_SCHEME": "https", "MOCKCLOUD_DATA": data,
+    }
+    for name, value in (headers or {}).items():
+        if name.lower() == "content-type":
+            env["CONTENT_TYPE"] = value
+        else:
+            env["HTTP_" + name.upper().replace("-", "_")] = value
+    env.update(extra or {})
+    return env
+
+
+def parse_cgi_output(out):
+    """(status, headers, body, whole) from a program's stdout; whole is True
+    when the headers ended and the body has its Content-Length."""
+    end = out.find(b"\r\n\r\n")
+    if end < 0:
+        return None, {}, b"", False
+    headers = {}
+    for line in out[:end].decode("latin-1").split("\r\n"):
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    body = out[end + 4:]
+    try:
+        status = int(headers.get("status", "").split(" ")[0])
+    except ValueError:
+        return None, headers, body, False
+    if status in (204, 304):
+        return status, headers, body, body == b""
+    try:
+        whole = int(headers["content-length"]) == len(body)
+    except (KeyError, ValueError):
+        whole = False
+    return status, headers, body, whole
+
+
+def run_program(cgi_bin, program, method, path, data, headers=None, query="", body=b"", extra=None, timeout=30):
+    """Runs cgi-bin/<program> once; returns (status, headers, body, whole, exit code)."""
+    env = cgi_environment(method, path, data, headers, query, body, extra)
+    proc = subprocess.run([os.path.join(cgi_bin, program)], input=body, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    status, out_headers, out_body, whole = parse_cgi_output(proc.stdout)
+    return status, out_headers, out_body, whole, proc.returncode
+
+
+# ---------------------------------------------------------------- Python layout
+
+
+class _Object(list):
+    """A JSON object as its (key, value) pairs, in order, duplicates kept."""
+
+
+class _Number(str):
+    """A JSON number as its literal text."""
+
+
+def parse_preserving(text):
+    """Parses JSON keeping member order, duplicate keys and number text."""
+    return json.loads(text, object_pairs_hook=_Object, parse_float=_Number,
+                      parse_int=_Number, parse_constant=_Number)
+
+
+def python_layout(value, level=0):
+    """The bytes Python's json.dumps(value, indent=2) writes, numbers as given."""
+    pad = "  " * (level + 1)
+    end = "  " * level
+    if isinstance(value, _Object):
+        if not value:
+            return "{}"
+        items = ["%s%s: %s" % (pad, json.dumps(k), python_layout(v, level + 1)) for k, v in value]
+        return "{\n" + ",\n".join(items) + "\n" + end + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(pad + python_layout(v, level + 1) for v in value) + "\n" + end + "]"
+    if isinstance(value, _Number):
+        return str(value)
+    return json.dumps(value)
+
+
+def settings_file_problem(raw):
+    """None when `raw` is a whole settings file in the Python layout."""
+    try:
+        text = raw.decode("utf-8")
+        value = parse_preserving(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return "not JSON (%s); %d bytes, starts %r" % (exc, len(raw), raw[:60])
+    if not isinstance(value, _Object):
+        return "JSON but not an object"
+    if python_layout(value) != text:
+        return "not in the Python layout (json.dumps(doc, indent=2))"
+    return None
+
+
+# ---------------------------------------------------------------- data directory
+
+KEY = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+MESSAGE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
+TEMPORARY = re.compile(r"^\.tmp-(.+)\.(\d+)\.(\d+)$")
+LOG_HEADER = re.compile(rb"^MOCKCLOUD-INBOX-LOG 1 [0-9a-f]{16} \d{20} \d{20} \d{20} \d{20} *\n$")
+LOG_RECORD = re.compile(rb"^(\d{20}) ([PD]) (\d{10}) ([A-Za-z0-9._:-]{1,200}) *\n$")
+RECORD = 256
+
+
+def read_log(path):
+    """(header ok, [(seq, kind, live, id)], torn tail records, problems)."""
+    raw = open(path, "rb").read()
+    problems = []
+    whole = len(raw) // RECORD
+    if len(raw) < RECORD or not LOG_HEADER.match(raw[:RECORD]):
+        return False, [], 0, ["%s: no valid header record" % path]
+    decoded = []
+    for index in range(1, whole):
+        match = LOG_RECORD.match(raw[index * RECORD:(index + 1) * RECORD])
+        decoded.append((int(match.group(1)), match.group(2).decode(), int(match.group(3)),
+                        match.group(4).decode()) if match else None)
+    # What a crash may leave: a partial record, or records that do not decode,
+    # at the very end only (the next writer cuts them off).
+    torn = 0
+    while decoded and decoded[-1] is None:
+        decoded.pop()
+        torn += 1
+    if len(raw) % RECORD:
+        torn += 1
+    if None in decoded:
+        problems.append("%s: a damaged record before the end (record %d)" % (path, decoded.index(None) + 1))
+    records = [r for r in decoded if r is not None]
+    for before, after in zip(records, records[1:]):
+        if after[0] <= before[0]:
+            problems.append("%s: seq %d after %d: the log is not sorted" % (path, after[0], before[0]))
+            break
+    return True, records, torn, problems
+
+
+def envelope_problem(raw, ident):
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        return "not JSON (%s)" % exc
+    if not isinstance(doc, dict):
+        return "not an object"
+    if doc.get("id") != ident:
+        return "id %r, expected %r" % (doc.get("id"), ident)
+    if not isinstance(doc.get("version"), int) or not isinstance(doc.get("seq"), int):
+        return "version/seq not integers"
+    if not (doc.get("source") is None or isinstance(doc.get("source"), str)):
+        return "source neither null nor a string"
+    if not isinstance(doc.get("serverReceivedAt"), str):
+        return "no serverReceivedAt"
+    if not (isinstance(doc.get("body"), dict) or doc.get("deleted") is True):
+        return "neither a body object nor a tombstone"
+    return None
+
+
+class DataReport:
+    def __init__(self):
+        self.problems = []
+        self.settings_files = 0
+        self.messages = 0
+        self.logs = 0
+        self.log_records = 0
+        self.sidecars = 0
+        self.temporary = []         # leftover temporary files (paths)
+        self.torn_tails = 0         # torn records at the end of logs
+        self.orphan_records = 0     # records whose change never reached the message file
+        self.live = {}              # (key, id) -> envelope of every live message
+        self.tombstones = {}        # (key, id) -> envelope
+        self.settings = {}          # key -> parsed document (dict)
+
+    @property
+    def files_checked(self):
+        return self.settings_files + self.messages + self.logs + self.sidecars
+
+
+def check_data_dir(data, allow_torn=False, allow_temporary=False):
+    """Walks a data directory and proves it whole: only the files the layout
+    names (README "Data layout"); settings files whole JSON objects in the
+    Python layout; change logs of whole 256-byte records, sorted, with a torn
+    tail only where a crash may leave one (`allow_torn`); envelopes that parse
+    and name their own id; every live message's seq in its key's log."""
+    report = DataReport()
+    problem = report.problems.append
+    for directory, dirs, files in os.walk(data):
+        rel = os.path.relpath(directory, data)
+        parts = [] if rel == "." else rel.split(os.sep)
+        for name in files:
+            path = os.path.join(directory, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                problem("%s: not a regular file" % path)
+                continue
+            if TEMPORARY.match(name):
+                report.temporary.append(path)
+                if not allow_temporary:
+                    problem("%s: a temporary file was left behind" % path)
+                continue
+            if parts == [".locks"]:
+                lock = re.match(r"^(user_settings|inbox)\.(.+)\.lock$", name)
+                if not (lock and KEY.match(lock.group(2))):
+                    problem("%s: not a lock file of a valid key" % path)
+            elif parts == ["user_settings"]:
+                if name.endswith(".json.mac") and KEY.match(name[:-9]):
+                    report.sidecars += 1
+                elif name.endswith(".json") and KEY.match(name[:-5]):
+                    report.settings_files += 1
+                    raw = open(path, "rb").read()
+                    why = settings_file_problem(raw)
+                    if why:
+                        problem("%s: %s" % (path, why))
+                    else:
+                        report.settings[name[:-5]] = json.loads(raw)
+                else:
+                    problem("%s: not a settings file of a valid key" % path)
+            elif len(parts) == 2 and parts[0] == "inbox" and KEY.match(parts[1]) and name == "changes.log":
+                report.logs += 1
+            elif len(parts) == 3 and parts[0] == "inbox" and KEY.match(parts[1]) and parts[2] == "messages":
+                if name.endswith(".json.mac") and MESSAGE_ID.match(name[:-9]):
+                    report.sidecars += 1
+                elif name.endswith(".json") and MESSAGE_ID.match(name[:-5]):
+                    report.messages += 1
+                    raw = open(path, "rb").read()
+                    why = envelope_problem(raw, name[:-5])
+                    if why:
+                        problem("%s: %s" % (path, why))
+                        continue
+                    doc = json.loads(raw)
+                    target = report.tombstones if doc.get("deleted") is True else report.live
+                    target[(parts[1], name[:-5])] = doc
+                else:
+                    problem("%s: not a message file of a valid id" % path)
+            else:
+                problem("%s: a file the data layout does not name" % path)
+        for name in dirs:
+            sub = parts + [name]
+            allowed = (sub in ([".locks"], ["user_settings"], ["inbox"])
+                       or (len(sub) == 2 and sub[0] == "inbox" and KEY.match(sub[1]))
+                       or (len(sub) == 3 and sub[0] == "inbox" and KEY.match(sub[1]) and sub[2] == "messages"))
+            if not allowed:
+                problem("%s: a directory the data layout does not name" % os.path.join(directory, name))
+
+    # Logs against messages: the feed finds a message only through its record.
+    inbox_root = os.path.join(data, "inbox")
+    for key in sorted(os.listdir(inbox_root)) if os.path.isdir(inbox_root) else []:
+        log_path = os.path.join(inbox_root, key, "changes.log")
+        states = {i: d for (k, i), d in list(report.live.items()) + list(report.tombstones.items()) if k == key}
+        if not os.path.exists(log_path):
+            if states:
+                problem("%s: %d messages but no change log" % (key, len(states)))
+            continue
+        ok, records, torn, log_problems = read_log(log_path)
+        report.problems.extend(log_problems)
+        report.torn_tails += torn
+        report.log_records += len(records)
+        if torn and not allow_torn:
+            problem("%s: %d torn record(s) at the end" % (log_path, torn))
+        in_log = {(seq, ident) for seq, _, _, ident in records}
+        for ident, doc in states.items():
+            if (doc["seq"], ident) not in in_log:
+                problem("%s/%s: seq %d is not in the change log: the feed cannot show it"
+                        % (key, ident, doc["seq"]))
+        for seq, kind, _, ident in records:
+            state = states.get(ident)
+            if state is None or state["seq"] != seq:
+                report.orphan_records += 1
+    return report
+
+
+# ---------------------------------------------------------------- snapshots
+
+def snapshot(root, skip=()):
+    """{relative path: (size, mtime_ns)} of every file and directory under
+    root, skipping the given absolute paths and everything below them."""
+    found = {}
+    skip = tuple(os.path.abspath(s) for s in skip)
+
+    def skipped(path):
+        return any(path == s or path.startswith(s + os.sep) for s in skip)
+
+    if not os.path.isdir(root):
+        return found
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not skipped(os.path.join(directory, d))]
+        for name in dirs + files:
+            path = os.path.join(directory, name)
+            if skipped(path):
+                continue
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            found[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def make_temp_dir(prefix):
+    # Short: fcgiwrap's socket lives in the run directory (108-byte limit).
+    return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
