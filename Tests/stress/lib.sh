@@ -1,0 +1,152 @@
+# Shell helpers of the stress scripts (sourced): cases, HTTPS requests to a
+# stack with curl -k, and stacks started with the project's launcher and
+# stopped by it (by PID). Set WORK before sourcing; it holds everything.
+
+STRESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$STRESS_DIR/../.." && pwd)"
+LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
+export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
+unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
+    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_PORT MOCKCLOUD_DATA MOCKCLOUD_RUN
+# The real interpreter, not a version manager's shim (a shim costs ~0.2 s a call).
+if python_bin="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)"; then
+    PATH="$python_bin:$PATH"
+fi
+
+PASSED=0
+FAILED=0
+CASE_NAME=""
+CASE_FAILURES=()
+STACK_RUNS=()
+
+it() {
+    finish_case
+    [[ -z "${STRESS_TIMES:-}" ]] || printf '%(%T)T ' -1
+    CASE_NAME="$1"
+    CASE_FAILURES=()
+}
+
+fail() {
+    [[ -n "$CASE_NAME" ]] || CASE_NAME="(setup)"
+    CASE_FAILURES+=("$*")
+}
+
+finish_case() {
+    [[ -n "$CASE_NAME" ]] || return 0
+    if ((${#CASE_FAILURES[@]} == 0)); then
+        PASSED=$((PASSED + 1))
+        printf 'ok    %s\n' "$CASE_NAME"
+    else
+        FAILED=$((FAILED + 1))
+        printf 'FAIL  %s\n' "$CASE_NAME"
+        printf '        %s\n' "${CASE_FAILURES[@]}"
+    fi
+    CASE_NAME=""
+}
+
+summary() {
+    finish_case
+    printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
+    ((FAILED == 0))
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_stack NAME DATA_DIR [VAR=value ...]: a stack on a free port with its
+# own run directory; BASE, RUN and DATA name it afterwards.
+start_stack() {
+    local name="$1" data="$2" port
+    shift 2
+    port="$(free_port)"
+    RUN="$WORK/$name"
+    DATA="$data"
+    BASE="https://127.0.0.1:$port"
+    STACK_RUNS+=("$RUN")
+    if ! env "MOCKCLOUD_RUN=$RUN" "MOCKCLOUD_DATA=$DATA" "MOCKCLOUD_PORT=$port" "$@" \
+        "$LAUNCHER" start >"$WORK/$name-start.log" 2>&1; then
+        sed 's/^/    /' "$WORK/$name-start.log"
+        return 1
+    fi
+}
+
+stop_stacks() {
+    local run
+    for run in "${STACK_RUNS[@]}"; do
+        MOCKCLOUD_RUN="$run" "$LAUNCHER" stop || echo "could not stop the stack in $run" >&2
+    done
+    STACK_RUNS=()
+}
+
+# req METHOD PATH [curl options]: one HTTPS request; STATUS, $WORK/body,
+# $WORK/headers describe the answer.
+req() {
+    local method="$1" path="$2"
+    shift 2
+    local args=(-sk --noproxy '*' --max-time 30 -D "$WORK/headers" -o "$WORK/body" -w '%{http_code}')
+    case "$method" in
+        GET) ;;
+        HEAD) args+=(--head) ;;     # -X HEAD would wait for the body Content-Length announces
+        *) args+=(-X "$method") ;;
+    esac
+    : >"$WORK/headers"
+    : >"$WORK/body"
+    REQUEST="$method $path"
+    STATUS="$(curl "${args[@]}" "$@" -- "$BASE$path" 2>/dev/null)"
+    [[ -z "${STRESS_TIMES:-}" ]] || printf "  %(%T)T %s %s -> %s\n" -1 "$method" "$path" "$STATUS" >&2
+}
+
+# want STATUS...: the last answer had one of these statuses and was JSON
+# with Content-Type application/json (or empty, for 204 and 304).
+want() {
+    local ok="" s
+    for s in "$@"; do [[ "$STATUS" == "$s" ]] && ok=yes; done
+    [[ -n "$ok" ]] || fail "$REQUEST: status $STATUS, expected $*: $(head -c 300 "$WORK/body")"
+    if [[ "$STATUS" == 204 || "$STATUS" == 304 ]]; then
+        [[ ! -s "$WORK/body" ]] || fail "$REQUEST: a $STATUS answer with a body"
+        return
+    fi
+    grep -qi '^content-type: application/json' "$WORK/headers" ||
+        fail "$REQUEST: Content-Type is not application/json: $(grep -i '^content-type' "$WORK/headers")"
+    [[ "$REQUEST" != HEAD* ]] || return 0
+    python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$WORK/body" 2>/dev/null ||
+        fail "$REQUEST: body is not JSON: $(head -c 300 "$WORK/body")"
+}
+
+# error_says TEXT: the last answer's "error" sentence contains TEXT.
+error_says() {
+    python3 -c '
+import json, sys
+error = json.load(open(sys.argv[1])).get("error", "")
+sys.exit(0 if sys.argv[2] in error else 1)' "$WORK/body" "$1" 2>/dev/null ||
+        fail "$REQUEST: error does not say '$1': $(head -c 300 "$WORK/body")"
+}
+
+# same_json FILE: the last answer's body is the JSON document FILE holds.
+same_json() {
+    python3 -c '
+import json, sys
+sys.exit(0 if json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])) else 1)' "$WORK/body" "$1" 2>/dev/null ||
+        fail "$REQUEST: body differs from $1: $(head -c 300 "$WORK/body")"
+}
+
+# A checksum line for every file under a directory, for before/after compares.
+tree_sums() {
+    (cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
+}
+
+# data_whole DIR: the stress checker proves the data directory whole.
+data_whole() {
+    local out
+    out="$(python3 - "$1" <<'PYTHON' 2>&1
+import os, sys
+sys.path.insert(0, os.environ["STRESS_DIR"])
+import stresslib
+report = stresslib.check_data_dir(sys.argv[1])
+print("\n".join(report.problems))
+sys.exit(1 if report.problems else 0)
+PYTHON
+    )" || fail "the data directory is not whole: $out"
+}
+export STRESS_DIR
