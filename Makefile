@@ -41,5 +41,13 @@ bench:
 	@$(MAKE) --no-print-directory install
 	@python3 Benchmarks/bench.py $(if $(PEER),--peer '$(PEER)') $(BENCH_ARGS)
 
+## Stress tests (Tests/stress/): malformed requests through nginx + TLS,
+## SIGKILL in the middle of writes, a full and a read-only data directory
+## (tmpfs mounts: as root), 16 writers at once; a few minutes in all.
+## Tests/stress/short.sh is the short run (well under a minute).
+.PHONY: stress
+stress: deps install
+	@Tests/stress/run.sh
+
 clean:
 	rm -rf .build cgi-bin/*

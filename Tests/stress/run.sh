@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Every stress test, each part bounded in count and time.
+#
+#   Tests/stress/run.sh [--short] [--only PART] [--seed S]
+#
+#   (default)   the full run behind `make stress`: a few minutes
+#   --short     the short run (Tests/stress/short.sh, for `make test`): well under a minute
+#   --only PART one part: hostile, crash, diskfull or concurrency
+#   --seed S    the seed of the hostile requests and the crash test (default 1)
+#
+# Parts: hostile.py (malformed requests through nginx + TLS), crash.py
+# (SIGKILL mid-write, with and without signing), diskfull.sh (a full, an
+# inode-less and a read-only data directory: needs root for its tmpfs
+# mounts, skipped otherwise), concurrency.py (16 writers at once, per-key
+# locks). Each stack runs on a free 127.0.0.1 port with its own temporary
+# directories and is stopped by PID on exit. The programs are cgi-bin/'s
+# (MOCKCLOUD_CGI_BIN to test others); build them with `make install`.
+#
+# Prints each part's checks, then `N passed, M failed` summed over every
+# part as the last line; exit status 1 when anything failed.
+set -uo pipefail
+
+MODE=full
+ONLY=""
+SEED=1
+while (($# > 0)); do
+    case "$1" in
+        --short) MODE=short ;;
+        --only) ONLY="${2:-}"; shift ;;
+        --seed) SEED="${2:-}"; shift ;;
+        *) sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ "$SEED" =~ ^[0-9]+$ ]] || { echo "--seed takes a whole number" >&2; exit 2; }
+case "$ONLY" in "" | hostile | crash | diskfull | concurrency) ;; *) echo "unknown part: $ONLY" >&2; exit 2 ;; esac
+
+WORK="$(mktemp -d /tmp/mcs.XXXXXX)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap 'stop_stacks; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+
+if [[ "$MODE" == full ]]; then
+    HOSTILE_REQUESTS=4000 CRASH_OPS=2000 CRASH_HMAC_OPS=1000
+    WRITERS=16 INCREMENTS=20 PUTS=12 FEED_OPS=40 DIRECT=(--direct "$MOCKCLOUD_CGI_BIN") PART_SECONDS=600
+else
+    HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150
+    WRITERS=16 INCREMENTS=3 PUTS=3 FEED_OPS=10 DIRECT=() PART_SECONDS=120
+fi
+
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+
+# part NAME COMMAND...: runs one part (bounded by `timeout`), shows its
+# output and adds its `N passed, M failed` to the totals.
+part() {
+    local name="$1" status summary passed failed
+    shift
+    [[ -z "$ONLY" || "$ONLY" == "${name%% *}" ]] || return 0
+    printf '== %s\n' "$name"
+    timeout --kill-after=10 "$PART_SECONDS" "$@" 2>&1 | tee "$WORK/part.log"
+    status=${PIPESTATUS[0]}
+    summary="$(tail -n 1 "$WORK/part.log")"
+    if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        passed="${BASH_REMATCH[1]}" failed="${BASH_REMATCH[2]}"
+    else
+        passed=0 failed=0
+    fi
+    if ((status != 0 && failed == 0)); then
+        echo "$name exited with status $status without a failed check"
+        failed=1
+    fi
+    TOTAL_PASSED=$((TOTAL_PASSED + passed))
+    TOTAL_FAILED=$((TOTAL_FAILED + failed))
+}
+
+for program in user-settings inbox mockcloud-admin; do
+    if [[ ! -x "$MOCKCLOUD_CGI_BIN/$program" ]]; then
+        echo "$MOCKCLOUD_CGI_BIN/$program is missing: run 'make install' first"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+done
+
+if [[ -z "$ONLY" || "$ONLY" == hostile ]]; then
+    if start_stack hostile "$WORK/hostile-data"; then
+        part "hostile ($HOSTILE_REQUESTS requests, seed $SEED)" python3 "$STRESS_DIR/hostile.py" "$BASE" "$DATA" "$RUN" \
+            --requests "$HOSTILE_REQUESTS" --seed "$SEED"
+    else
+        echo "could not start the hostile stack"
+        TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    fi
+    stop_stacks
+fi
+
+part "crash ($CRASH_OPS writers, seed $SEED)" python3 "$STRESS_DIR/crash.py" --cgi-bin "$MOCKCLOUD_CGI_BIN" \
+    --ops "$CRASH_OPS" --seed "$SEED"
+part "crash (signing on, $CRASH_HMAC_OPS writers, kills up to 5 ms, seed $SEED)" python3 "$STRESS_DIR/crash.py" \
+    --cgi-bin "$MOCKCLOUD_CGI_BIN" --ops "$CRASH_HMAC_OPS" --seed "$SEED" --hmac --max-delay-ms 5
+
+if [[ -z "$ONLY" || "$ONLY" == diskfull ]]; then
+    if [[ "$(id -u)" == 0 ]]; then
+        part "diskfull" "$STRESS_DIR/diskfull.sh"
+    else
+        echo "== diskfull: skipped (it mounts tmpfs file systems: run as root)"
+    fi
+fi
+
+if [[ -z "$ONLY" || "$ONLY" == concurrency ]]; then
+    if start_stack concurrency "$WORK/concurrency-data"; then
+        part "concurrency ($WRITERS writers)" python3 "$STRESS_DIR/concurrency.py" "$BASE" --data "$DATA" \
+            --writers "$WRITERS" --increments "$INCREMENTS" --puts "$PUTS" --feed-ops "$FEED_OPS" "${DIRECT[@]}" \
+            --seconds "$((PART_SECONDS - 30))"
+    else
+        echo "could not start the concurrency stack"
+        TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    fi
+    stop_stacks
+fi
+
+printf '%s passed, %s failed\n' "$TOTAL_PASSED" "$TOTAL_FAILED"
+((TOTAL_FAILED == 0))
