@@ -39,6 +39,7 @@ import collections
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -265,6 +266,17 @@ def main():
             plan.stats["processes"], plan.stats["kills injected"], seconds), failures)
         checks.check("every process that was not killed answered whole, with an expected status", plan.errors)
 
+        if args.hmac:
+            # A valid message id that starts like a temporary file's name:
+            # data that tools must not mistake for a temporary file.
+            ident = (INBOX_KEYS[0], ".tmp-hidden")
+            status, _, body, whole, _ = program(args, env_extra, data, "inbox", "PUT", "/inbox/" + ident[1],
+                                                {"X-User-Key": ident[0]}, body=b'{"looks": "temporary"}')
+            if status in (200, 201) and whole:
+                plan.inbox_ack[ident] = 0
+            else:
+                plan.errors.append("PUT /inbox/.tmp-hidden: %s %r" % (status, body[:200]))
+
         # ---- the data directory as a crash left it
         report = stresslib.check_data_dir(data, allow_torn=True, allow_temporary=True)
         torn_before, orphans, temporaries = report.torn_tails, report.orphan_records, len(report.temporary)
@@ -332,7 +344,7 @@ def main():
                 for message in messages:
                     if message["id"] in live and message != live[message["id"]]:
                         feed_problems.append("feed %s: %s is not its stored state" % (key, message["id"]))
-                    if message["id"].startswith(".tmp-"):
+                    if stresslib.TEMPORARY.match(message["id"]):
                         feed_problems.append("feed %s: a temporary file listed as %s" % (key, message["id"]))
         checks.check("the feed from no anchor lists every live message exactly once, as stored", feed_problems)
 
@@ -341,8 +353,15 @@ def main():
                                    env={"PATH": "/usr/bin:/bin", "MOCKCLOUD_HMAC_KEYS": env_extra["MOCKCLOUD_HMAC_KEYS"]},
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
             text = admin.stdout.decode(errors="replace")
-            bad = [] if admin.returncode == 0 and ".tmp-" not in text else ["exit %d: %s" % (admin.returncode, text[-800:])]
-            checks.check("mockcloud-admin verify passes and names no temporary file", bad)
+            bad = [] if admin.returncode == 0 else ["exit %d: %s" % (admin.returncode, text[-800:])]
+            bad += ["names a temporary file: " + line for line in text.splitlines()
+                    if any(stresslib.TEMPORARY.match(part.rsplit("/", 1)[-1]) for part in line.split())]
+            counted = re.search(r"checked (\d+) documents", text)
+            stored = report.settings_files + report.messages
+            if not counted or int(counted.group(1)) != stored:
+                bad.append("it checked %s documents; %d are stored (settings files and messages, "
+                           "the message .tmp-hidden among them)" % (counted.group(1) if counted else "?", stored))
+            checks.check("mockcloud-admin verify passes, checks every stored document and no temporary file", bad)
 
         # ---- one more write per key, unkilled: the store heals and takes writes
         healed = []
