@@ -2,7 +2,7 @@
 """Many writers at once: no lost update, no torn file, no cross-key waiting.
 
     concurrency.py BASE --data DATA_DIR [--writers 16] [--increments 10] [--puts 12]
-                   [--feed-ops 30] [--direct CGI_BIN] [--seconds 240]
+                   [--feed-ops 30] [--direct CGI_BIN] [--stuck] [--seconds 240]
 
 Through the stack at BASE (whose data directory is DATA_DIR):
 
@@ -18,7 +18,9 @@ Through the stack at BASE (whose data directory is DATA_DIR):
     anchored reader: nothing missed, nothing twice, seq order intact;
   - per-key locks: with a key's lock file held (flock, from this process),
     requests on other keys finish at once and writes on the held key (and
-    its feed, which shares the lock) wait until it is released.
+    its feed, which shares the lock) wait until it is released;
+  - --stuck: with the locks held past the programs' 25 s limit, the waiting
+    writers answer a JSON 503 (not nginx's 504 at 30 s) and write nothing.
 
 --direct CGI_BIN runs the read-modify-write and plain PUT checks once more
 against the programs as processes on DATA_DIR, all writers truly at once
@@ -282,6 +284,54 @@ def lock_isolation(client, data, route, held_key, other_key, hold=2.0):
     return problems, figures
 
 
+def stuck_writers(client, data, key):
+    """Holds key's settings and inbox locks for longer than the programs' own
+    time limit (25 s): both writers must give up with a JSON 503 before
+    nginx's 30 s (a 504), and write nothing."""
+    problems, figures = [], {}
+    client.request("PUT", SETTINGS, {"X-User-Key": key}, {"before": True})
+    client.request("PUT", "/inbox/stuck", {"X-User-Key": key}, {"before": True})
+    _, _, settings_before = client.request("GET", SETTINGS, {"X-User-Key": key})
+    _, _, message_before = client.request("GET", "/inbox/stuck", {"X-User-Key": key})
+    directory = os.path.join(data, ".locks")
+    fds = [os.open(os.path.join(directory, name % key), os.O_RDWR | os.O_CREAT, 0o600)
+           for name in ("user_settings.%s.lock", "inbox.%s.lock")]
+    results = {}
+    try:
+        for fd in fds:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        started = time.monotonic()
+        writes = [("PUT", SETTINGS, {"X-User-Key": key}, {"after": True}),
+                  ("PUT", "/inbox/stuck", {"X-User-Key": key, "X-Sync-Version": "5"}, {"after": True})]
+
+        def one(i):
+            status, headers, raw = client.request(*writes[i])
+            results[i] = (status, headers.get("content-type", ""), raw, time.monotonic() - started)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(writes))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(40)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    for i, (method, path, _, _) in enumerate(writes):
+        if i not in results:
+            problems.append("%s %s: no answer within 40 s" % (method, path))
+            continue
+        status, ctype, raw, seconds = results[i]
+        figures["%s %s" % (method, path)] = "%s after %.1f s" % (status, seconds)
+        if status != 503 or not ctype.startswith("application/json"):
+            problems.append("%s %s behind a held lock: %s (%s) after %.1f s: %r" % (method, path, status, ctype,
+                                                                                  seconds, raw[:200]))
+    _, _, settings_after = client.request("GET", SETTINGS, {"X-User-Key": key})
+    _, _, message_after = client.request("GET", "/inbox/stuck", {"X-User-Key": key})
+    if settings_after != settings_before or message_after != message_before:
+        problems.append("a writer that gave up changed the stored data")
+    return problems, figures
+
+
 def settings_checks(checks, client, args, deadline, label, data):
     one = ["cc1-%s-%s" % (label, RUN_ID)] * args.writers
     problems, retries = read_modify_write(client, one, args.increments, deadline)
@@ -315,6 +365,8 @@ def main():
     parser.add_argument("--puts", type=int, default=12)
     parser.add_argument("--feed-ops", type=int, default=30)
     parser.add_argument("--direct", metavar="CGI_BIN", help="also run the settings checks on the programs directly")
+    parser.add_argument("--stuck", action="store_true",
+                        help="also hold a key's locks past the programs' 25 s limit (takes 25 s)")
     parser.add_argument("--seconds", type=float, default=240)
     args = parser.parse_args()
     deadline = time.monotonic() + args.seconds
@@ -337,6 +389,11 @@ def main():
         checks.check("%s: a held key lock stops only that key's writers%s (%s)" % (
             route, " and feed readers" if route == "inbox" else "",
             "; ".join("%s: %s" % item for item in figures.items())), problems)
+
+    if args.stuck:
+        problems, figures = stuck_writers(client, args.data, "ccs-%s" % RUN_ID)
+        checks.check("writers stuck behind a held lock give up with a JSON 503 before nginx's 504, writing nothing (%s)"
+                     % "; ".join("%s: %s" % item for item in figures.items()), problems)
 
     if args.direct:
         direct = Direct(os.path.abspath(args.direct), args.data)

@@ -42,10 +42,10 @@ trap 'exit 130' INT TERM
 
 if [[ "$MODE" == full ]]; then
     HOSTILE_REQUESTS=4000 CRASH_OPS=2000 CRASH_HMAC_OPS=1000
-    WRITERS=16 INCREMENTS=20 PUTS=12 FEED_OPS=40 DIRECT=(--direct "$MOCKCLOUD_CGI_BIN") PART_SECONDS=600
+    WRITERS=16 INCREMENTS=20 PUTS=12 FEED_OPS=40 EXTRA=(--direct "$MOCKCLOUD_CGI_BIN" --stuck) PART_SECONDS=600
 else
     HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150
-    WRITERS=16 INCREMENTS=3 PUTS=3 FEED_OPS=10 DIRECT=() PART_SECONDS=120
+    WRITERS=16 INCREMENTS=3 PUTS=3 FEED_OPS=10 EXTRA=() PART_SECONDS=120
 fi
 
 TOTAL_PASSED=0
@@ -109,7 +109,7 @@ fi
 if [[ -z "$ONLY" || "$ONLY" == concurrency ]]; then
     if start_stack concurrency "$WORK/concurrency-data"; then
         part "concurrency ($WRITERS writers)" python3 "$STRESS_DIR/concurrency.py" "$BASE" --data "$DATA" \
-            --writers "$WRITERS" --increments "$INCREMENTS" --puts "$PUTS" --feed-ops "$FEED_OPS" "${DIRECT[@]}" \
+            --writers "$WRITERS" --increments "$INCREMENTS" --puts "$PUTS" --feed-ops "$FEED_OPS" "${EXTRA[@]}" \
             --seconds "$((PART_SECONDS - 30))"
     else
         echo "could not start the concurrency stack"
