@@ -232,8 +232,9 @@ def main():
     work = stresslib.make_temp_dir("mcc.")
     data = os.path.join(work, "data")
     os.mkdir(data, 0o700)
-    # Compaction every few records, so that kills land in it too.
-    env_extra = {"MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS": "16"}
+    # Compaction every few records, dropping every deletion at once (horizon
+    # 0), so that kills land in it and in the removal of tombstone files too.
+    env_extra = {"MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS": "16", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON": "0"}
     if args.hmac:
         keys = os.path.join(work, "hmac.keys")
         fd = os.open(keys, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -390,6 +391,7 @@ def main():
             "kill_share": args.kill_share, "seconds": round(seconds, 1), "files_checked": report.files_checked,
             "files_checked_after_heal": final.files_checked, "temporary files left by kills": temporaries,
             "torn log tails seen": torn_before, "orphan log records": orphans,
+            "tombstone files left by compaction": report.stale_tombstones,
             "acknowledged keys/ids": acked, "failed_checks": checks.failed,
         })
         print("figures: " + ", ".join("%s: %s" % (k, v) for k, v in sorted(figures.items())))
