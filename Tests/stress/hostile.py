@@ -21,10 +21,12 @@ Then it proves:
     oversized body ...), that answer;
   - every complete request got an answer, and no answer leaks a file;
   - nginx's error.log (and fcgiwrap's log) show no program crash;
-  - no file appeared outside DATA_DIR (its parent and the repository are
-    walked before and after, and /, /tmp and the repository are searched for
-    the marker names that path traversal attempts use), and inside DATA_DIR
-    only the files the data layout names;
+  - no file appeared outside DATA_DIR: its parent is walked before and after
+    (any new path fails); in the repository, which others edit meanwhile, a
+    new path fails when its name or content holds this run's marker, which
+    every request able to name a path carries; /, /tmp and the repository
+    are searched for paths named with the marker. Inside DATA_DIR only the
+    files the data layout names may exist;
   - every stored document is whole (settings files are JSON objects in the
     Python layout, change logs whole 256-byte records, envelopes parse), and
     the sentinel key's files, which only traversal attempts aim at, are
@@ -140,7 +142,7 @@ def k_method(rng, mark):
 
 def k_headers(rng, mark):
     method, path, headers, _ = any_route(rng)
-    body = b"{}" if with_body(method) else None
+    body = b'{"mark": "%s"}' % b(mark) if with_body(method) else None
     variant = rng.randrange(12)
     headers = list(headers)
     expect = None
@@ -218,7 +220,7 @@ def k_key_ok_edges(rng, mark):
     key = rng.choice(["k" * 128, "-", "_", "--", "A-z_0", " hk1", "hk1 ", "\thk1"])
     method, path, headers, _ = any_route(rng, key=key)
     headers = [("X-User-Key", key)] + [h for h in headers if h[0] != "X-User-Key"]
-    body = b"{}" if with_body(method) else None
+    body = b'{"mark": "%s"}' % b(mark) if with_body(method) else None
     return Case("key-edge", "%s %s key %r" % (method, path, key), raw(method, path, headers, body),
                 head=method == "HEAD")
 
@@ -252,7 +254,7 @@ def k_message_id(rng, mark):
     ])
     method = rng.choice(["GET", "PUT", "DELETE", "PUT"])
     headers = [("X-User-Key", "hk2"), ("X-Sync-Version", str(rng.randrange(3)))]
-    body = b'{"id-test": 1}' if method == "PUT" else None
+    body = b'{"mark": "%s"}' % b(mark) if method == "PUT" else None
     return Case("message-id", "%s /inbox/%s" % (method, ident[:40]), raw(method, "/inbox/" + ident, headers, body))
 
 
@@ -686,25 +688,21 @@ def marker_hits(roots, mark, depth=3):
     return hits
 
 
-PROGRAM_DIRS = {"user_settings", "inbox", ".locks", "messages"}
-
-
-def program_made(path, mark):
-    """True when a new file or directory could be a program's work: a data
-    layout directory, a lock file, or a file holding a stored document, a
-    change log or the marker. The repository is edited by people and other
-    tools while this runs; only such paths are the programs' doing."""
-    name = os.path.basename(path)
-    if os.path.isdir(path):
-        return name in PROGRAM_DIRS
-    if name.endswith(".lock"):
+def marked(path, mark):
+    """True when a new path could be this run's doing: its name or its
+    content holds the marker that every request able to name a path (key,
+    message id, path) carries in its body and its traversal names. The
+    repository is edited by people, benchmarks and other tests while this
+    runs, and they make files of the same shapes (even data directories)."""
+    if mark in path:
         return True
+    if os.path.isdir(path):
+        return False
     try:
         with open(path, "rb") as handle:
-            head = handle.read(1 << 20)
+            return mark.encode() in handle.read(1 << 22)
     except OSError:
         return False
-    return any(token in head for token in (b"serverReceivedAt", b"MOCKCLOUD-INBOX-LOG", mark.encode()))
 
 
 def log_tail(path, offset):
@@ -793,7 +791,7 @@ def main():
     after_repo = stresslib.snapshot(stresslib.REPO, repo_skip)
     created = ["%s/%s" % (parent, p) for p in sorted(set(after_parent) - set(before_parent))]
     created += [path for path in ("%s/%s" % (stresslib.REPO, p) for p in sorted(set(after_repo) - set(before_repo)))
-                if program_made(path, mark)]
+                if marked(path, mark)]
     roots = ["/", "/tmp", parent, stresslib.REPO, data]
     created += ["marker name %s found: %s" % (mark, p) for p in marker_hits(roots, mark)]
     checks.check("no file created outside the data directory (%d + %d paths walked; /, /tmp searched for %s)"
