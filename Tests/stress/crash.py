@@ -47,6 +47,7 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
 

@@ -44,6 +44,7 @@ import random
 import sys
 import time
 
+sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
 

@@ -150,3 +150,4 @@ PYTHON
     )" || fail "the data directory is not whole: $out"
 }
 export STRESS_DIR
+export PYTHONDONTWRITEBYTECODE=1    # no __pycache__ in the repository
