@@ -354,8 +354,10 @@ def table(header, rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", help="python_mock_cloud.py to compare against (GET/PUT /user/settings)")
-    ap.add_argument("--seconds", type=int, default=4, help="length of one wrk run (default 4)")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved wrk rounds per route and server (default 3)")
+    # Many short rounds rather than a few long ones: on a shared 2-core machine
+    # a burst of someone else's work then hits every server alike.
+    ap.add_argument("--seconds", type=int, default=3, help="length of one wrk run (default 3)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved wrk rounds per route and server (default 5)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=100, help="hyperfine warm-up runs")
