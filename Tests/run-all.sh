@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Swift unit and process tests (`swift test`, the process
 # tests running the installed release programs in cgi-bin/), then the
-# acceptance tests through nginx + fcgiwrap + TLS. Prints one combined
+# acceptance tests through nginx + fcgiwrap + TLS, then the short stress run
+# (hostile requests, crashes, disk full, concurrency). Prints one combined
 # `N passed, M failed` as its last line; exits 1 when anything failed.
 #
 # `make test` installs dependencies and fresh programs first; run directly,
@@ -42,23 +43,35 @@ if ((swift_status != 0 && swift_failed == 0)); then
     swift_failed=1
 fi
 
-echo "== acceptance"
-Tests/acceptance/run.sh 2>&1 | tee "$logs/acceptance.log"
-acceptance_status=${PIPESTATUS[0]}
-summary="$(tail -n 1 "$logs/acceptance.log")"
-if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    acceptance_passed="${BASH_REMATCH[1]}"
-    acceptance_failed="${BASH_REMATCH[2]}"
-else
-    acceptance_passed=0
-    acceptance_failed=0
-fi
-if ((acceptance_status != 0 && acceptance_failed == 0)); then
-    echo "the acceptance runner exited with status $acceptance_status without a failed case"
-    acceptance_failed=1
-fi
+# run_suite NAME COMMAND...: runs a suite whose last line is `N passed, M
+# failed`, and adds its counts to the totals (a failure when it exits
+# non-zero without counting one).
+suite_summaries=()
+total_passed=$swift_passed
+total_failed=$swift_failed
+run_suite() {
+    local name="$1" status summary passed=0 failed=0
+    shift
+    echo "== $name"
+    "$@" 2>&1 | tee "$logs/$name.log"
+    status=${PIPESTATUS[0]}
+    summary="$(tail -n 1 "$logs/$name.log")"
+    if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        passed="${BASH_REMATCH[1]}"
+        failed="${BASH_REMATCH[2]}"
+    fi
+    if ((status != 0 && failed == 0)); then
+        echo "$name exited with status $status without a failed case"
+        failed=1
+    fi
+    suite_summaries+=("$name: $passed passed, $failed failed")
+    total_passed=$((total_passed + passed))
+    total_failed=$((total_failed + failed))
+}
 
-echo "== swift test: $swift_passed passed, $swift_failed failed; acceptance: $acceptance_passed passed, $acceptance_failed failed"
-failed=$((swift_failed + acceptance_failed))
-echo "$((swift_passed + acceptance_passed)) passed, $failed failed"
-((failed == 0))
+run_suite acceptance Tests/acceptance/run.sh
+run_suite stress Tests/stress/short.sh
+
+echo "== swift test: $swift_passed passed, $swift_failed failed; $(IFS=';'; echo "${suite_summaries[*]}" | sed 's/;/; /g')"
+echo "$total_passed passed, $total_failed failed"
+((total_failed == 0))

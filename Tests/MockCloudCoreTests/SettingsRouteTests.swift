@@ -446,7 +446,9 @@ struct SettingsServer {
     @Test func whenNoTemporaryFileCanBeMadeThePutIs500AndTheStoredDocumentIsServedUnchanged() throws {
         server.send("PUT", #"{"v": 1}"#)
         let before = try #require(server.fileBytes)
-        for attempt in 0...1000 { try server.data.write("", to: "user_settings/.tmp-u1.json.\(getpid()).\(attempt)") }
+        // The temporary name is taken by a directory, which unlink cannot remove.
+        try FileManager.default.createDirectory(
+            atPath: server.data.file("user_settings/.~u1.json"), withIntermediateDirectories: false)
         let response = server.send("PUT", #"{"v": 2}"#)
         #expect(response.status == 500)
         #expect(response.text == #"{"error": "storage failed; nothing was written and the stored data is unchanged"}"#)
@@ -857,3 +859,21 @@ extension String {
         replacingOccurrences(of: "ETAG", with: etag)
     }
 }
+
+@Suite struct SettingsStoredSizeTests {
+    @Test func aBodyWhoseIndentedFormWouldExceedTheStoredLimitIs413AndNothingIsWritten() throws {
+        let data = try TemporaryDirectory()
+        let route = SettingsRoute(dataRoot: data.path, clock: { 0 })
+        // 60 levels of arrays around 80,000 zeros: about 160 KB sent, about 10 MB indented.
+        let body = "{\"a\": " + String(repeating: "[", count: 60) + Array(repeating: "0", count: 80_000).joined(separator: ",")
+            + String(repeating: "]", count: 60) + "}"
+        #expect(body.utf8.count < SettingsRoute.bodyLimit)
+        let response = answer {
+            try route.respond(to: CGIRequest(method: "PUT", path: "/user/settings", headers: ["X-User-Key": "u1"], body: Array(body.utf8)))
+        }
+        #expect(response.status == 413)
+        #expect(String(decoding: response.body, as: UTF8.self).contains("-byte limit; nest it less deeply"))
+        #expect(data.entries("user_settings").isEmpty)
+    }
+}
+

@@ -358,7 +358,7 @@ def settings_file_problem(raw):
 
 KEY = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MESSAGE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
-TEMPORARY = re.compile(r"^\.tmp-(.+)\.(\d+)\.(\d+)$")
+TEMPORARY = re.compile(r"^\.~(.+)$")
 LOG_HEADER = re.compile(rb"^MOCKCLOUD-INBOX-LOG 1 [0-9a-f]{16} \d{20} \d{20} \d{20} \d{20} *\n$")
 LOG_RECORD = re.compile(rb"^(\d{20}) ([PD]) (\d{10}) ([A-Za-z0-9._:-]{1,200}) *\n$")
 RECORD = 256

@@ -10,6 +10,8 @@ package enum SettingsError: HTTPResponseError {
     /// The stored file is JSON but not an object, so nothing can be merged into it.
     case storedDocumentNotAnObject(file: String)
     case mergePatchNotObject
+    /// Python's indented layout of a deeply nested body can be many times its size.
+    case storedFormTooLarge(size: Int, limit: Int)
 
     package var status: Int {
         switch self {
@@ -18,6 +20,7 @@ package enum SettingsError: HTTPResponseError {
         case .olderThanStored: return 409
         case .storedDocumentUnreadable, .storedDocumentNotAnObject: return 500
         case .mergePatchNotObject: return 400
+        case .storedFormTooLarge: return 413
         }
     }
 
@@ -30,6 +33,8 @@ package enum SettingsError: HTTPResponseError {
         case .storedDocumentUnreadable: return "the stored settings for this user are not valid JSON"
         case .storedDocumentNotAnObject: return "the stored settings for this user are not a JSON object; PUT a new document"
         case .mergePatchNotObject: return "merge patch must be a JSON object"
+        case .storedFormTooLarge(let size, let limit):
+            return "stored in the Python layout (two-space indent) this document would take \(size) bytes, over the \(limit)-byte limit; nest it less deeply"
         }
     }
 
@@ -88,6 +93,9 @@ package struct SettingsRoute: Sendable {
     package static let bodyLimit = 1 << 20
     /// The methods served, in the order `Allow` lists them.
     package static let methods = ["GET", "HEAD", "PUT", "PATCH", "DELETE"]
+    /// The largest stored file: the indented layout of a 1 MiB body nested 63
+    /// levels deep would otherwise take 64 MiB of disk.
+    package static let storedSizeLimit = 8 << 20
     /// The `Content-Type` a PATCH must carry.
     package static let mergePatchType = "application/merge-patch+json"
 
@@ -185,6 +193,9 @@ package struct SettingsRoute: Sendable {
             document["serverReceivedAt"] = .string(Timestamp.format(clock()))
             let value = JSONValue.object(document)
             let newBytes = JSONPrinter.pretty(value)
+            if newBytes.count > Self.storedSizeLimit {
+                throw SettingsError.storedFormTooLarge(size: newBytes.count, limit: Self.storedSizeLimit)
+            }
             let response = CGIResponse.json(200, value, headers: [CGIResponse.Header("ETag", EntityTag.of(newBytes))])
             return (.write(newBytes), response)
         }

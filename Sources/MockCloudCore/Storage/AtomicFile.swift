@@ -88,19 +88,21 @@ package enum AtomicFile {
         }
     }
 
-    /// The prefix of every temporary file; readers and tools skip such names.
-    package static let temporaryPrefix = ".tmp-"
+    /// The prefix of every temporary file: `~` is in no user key and no
+    /// message id, so a temporary file is never taken for a document.
+    package static let temporaryPrefix = ".~"
 
-    /// `.tmp-<name>.<pid>.<n>`, created with `O_EXCL` so that no two writers share one.
+    /// `.~<name>`, created with `O_EXCL`. Every write holds its key's lock, so
+    /// a file already there is a leftover of a writer that was killed: it is
+    /// removed and the name reused, and no crash leaves more than one behind
+    /// per document.
     private static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
-        var attempt = 0
-        while true {
-            let path = "\(directory)/\(temporaryPrefix)\(name).\(getpid()).\(attempt)"
-            do {
-                return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
-            } catch let error as SystemError where error.errno == EEXIST && attempt < 1000 {
-                attempt += 1
-            }
+        let path = directory + "/" + temporaryPrefix + name
+        do {
+            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+        } catch let error as SystemError where error.errno == EEXIST {
+            try Sys.unlink(path)
+            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
         }
     }
 }
