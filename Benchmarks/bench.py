@@ -664,6 +664,19 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
 
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+README_INTRO = """\
+Each request starts a program, so what a request costs is a process start
+plus its file work. `make bench` measures it beside a C CGI floor
+(`Benchmarks/floor.c`: the same file work, fsyncs and renames in static C,
+behind the same nginx and fcgiwrap) and, given `PEER`, the Python mock cloud.
+It writes the tables below here and to `Benchmarks/results/latest.md`;
+`Benchmarks/README.md` says where the time goes and what would cut it.
+
+```sh
+PEER=/path/to/python_mock_cloud.py make bench
+```
+
+"""
 
 
 def update_readme(report):
@@ -676,13 +689,7 @@ def update_readme(report):
         head, rest = text.split(BEGIN, 1)
         text = head + block + rest.split(END, 1)[1]
     else:
-        text = text.rstrip("\n") + "\n\n## Performance\n\n" + (
-            "Each request starts a program, so a request's cost is a process start plus its file work. "
-            "`make bench` measures it beside a C CGI floor (`Benchmarks/floor.c`: the same file work, fsyncs "
-            "and renames in static C, behind the same nginx and fcgiwrap) and, with `PEER=path/to/"
-            "python_mock_cloud.py`, the Python mock cloud; it writes these tables here and to "
-            "`Benchmarks/results/latest.md`:\n\n"
-            "```sh\nPEER=/path/to/python_mock_cloud.py make bench\n```\n\n") + block + "\n"
+        text = text.rstrip("\n") + "\n\n## Performance\n\n" + README_INTRO + block + "\n"
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
