@@ -4,12 +4,14 @@ package struct QueryString: Sendable {
     package let pairs: [(name: String, value: String)]
 
     /// Parses a query; `nil` when an escape is malformed or not UTF-8.
+    /// It works on the UTF-8 bytes: splitting a `String` by `Character`
+    /// would cost more than the rest of a feed request.
     package init?(_ query: String) {
         var pairs: [(String, String)] = []
-        for part in query.split(separator: "&") where !part.isEmpty {
-            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = QueryString.decode(pieces[0]),
-                let value = pieces.count > 1 ? QueryString.decode(pieces[1]) : ""
+        for part in Array(query.utf8).split(separator: UInt8(ascii: "&")) {
+            let equals = part.firstIndex(of: UInt8(ascii: "="))
+            guard let name = QueryString.decode(part[..<(equals ?? part.endIndex)]),
+                let value = equals.map({ QueryString.decode(part[part.index(after: $0)...]) }) ?? ""
             else { return nil }
             pairs.append((name, value))
         }
@@ -21,9 +23,9 @@ package struct QueryString: Sendable {
         pairs.first { $0.name == name }?.value
     }
 
-    static func decode(_ text: Substring) -> String? {
+    static func decode(_ text: ArraySlice<UInt8>) -> String? {
         var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
+        var iterator = text.makeIterator()
         while let byte = iterator.next() {
             switch byte {
             case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))

@@ -83,7 +83,7 @@ package struct InboxRoute: Sendable {
             return CGIResponse(status: 204)
         default:
             guard let envelope = try store.load(id), !envelope.isTombstone else { throw InboxError.noMessage }
-            return .json(200, envelope.json)
+            return CGIResponse(status: 200, body: envelope.bytes)
         }
     }
 
@@ -91,7 +91,7 @@ package struct InboxRoute: Sendable {
         let (version, source, body) = try Self.writeFields(request)
         switch try store.put(id, version: version, source: source, body: body) {
         case .created(let envelope): return Self.created(envelope)
-        case .replaced(let envelope), .unchanged(let envelope): return .json(200, envelope.json)
+        case .replaced(let envelope), .unchanged(let envelope): return CGIResponse(status: 200, body: envelope.bytes)
         }
     }
 
@@ -123,11 +123,13 @@ package struct InboxRoute: Sendable {
             guard let device = DeviceID(text) else { throw InboxRequestError.invalidExcludeSource }
             excluded = device.rawValue
         }
-        return .json(200, try store.changes(after: anchor, limit: limit, excludingSource: excluded).json)
+        return CGIResponse(status: 200, body: try store.changes(after: anchor, limit: limit, excludingSource: excluded).bytes)
     }
 
     private static func created(_ envelope: Envelope) -> CGIResponse {
-        .json(201, envelope.json, headers: [CGIResponse.Header("Location", "\(collectionPath)/\(envelope.id.rawValue)")])
+        CGIResponse(
+            status: 201, headers: [CGIResponse.Header("Location", "\(collectionPath)/\(envelope.id.rawValue)")],
+            body: envelope.bytes)
     }
 
     /// `X-Sync-Version` (default 0), `X-Device-Id` and the body of a write.

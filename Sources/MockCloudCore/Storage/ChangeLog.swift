@@ -201,16 +201,21 @@ package struct ChangeLog {
         return pad(digits(record.seq, 20) + (record.deleted ? " D " : " P ") + digits(Int64(record.live), 10) + " " + paddedID)
     }
 
+    /// Reads a header at its fixed offsets: the magic (22 bytes), the
+    /// generation (16), then four 20-digit numbers, each after one space.
     static func decodeHeader(_ bytes: [UInt8]) -> ChangeLogHeader? {
-        guard bytes.count == recordSize, bytes.last == 0x0A else { return nil }
-        let fields = String(decoding: bytes.dropLast(), as: UTF8.self).split(separator: " ")
-        guard fields.count == 7, fields[0] == "MOCKCLOUD-INBOX-LOG", fields[1] == "1",
-            fields[2].utf8.count == 16, fields[2].utf8.allSatisfy(Anchor.isHexDigit),
-            let compacted = number(fields[3]), let last = number(fields[4]), let records = number(fields[5]),
-            let epoch = number(fields[6])
-        else { return nil }
+        guard bytes.count == recordSize, bytes.last == 0x0A, bytes.starts(with: Array(magic.utf8)) else { return nil }
+        let generation = bytes[22..<38]
+        guard generation.allSatisfy(Anchor.isHexDigit) else { return nil }
+        var numbers: [Int64] = []
+        for start in stride(from: 38, to: 122, by: 21) {
+            guard bytes[start] == 0x20, let value = number(bytes[start + 1..<start + 21]) else { return nil }
+            numbers.append(value)
+        }
+        guard bytes[122..<255].allSatisfy({ $0 == 0x20 }) else { return nil }
         return ChangeLogHeader(
-            generation: String(fields[2]), compactedThrough: compacted, lastSeq: last, records: Int(records), epoch: epoch)
+            generation: String(decoding: generation, as: UTF8.self), compactedThrough: numbers[0],
+            lastSeq: numbers[1], records: Int(numbers[2]), epoch: numbers[3])
     }
 
     static func decodeRecord(_ bytes: ArraySlice<UInt8>) -> ChangeRecord? {
@@ -241,8 +246,6 @@ package struct ChangeLog {
         }
         return any ? value : nil
     }
-
-    private static func number(_ text: Substring) -> Int64? { number(text.utf8) }
 
     private static func digits(_ value: Int64, _ width: Int) -> String {
         ASCII.zeroPadded(value, width: width)

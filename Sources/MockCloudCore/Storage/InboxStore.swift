@@ -9,6 +9,14 @@ package struct Envelope: Sendable, Equatable {
     package var serverReceivedAt: String
     /// The client's JSON object, kept intact; `nil` for a tombstone.
     package var body: JSONValue?
+    /// The bytes it was read from, when it was read from disk: the feed
+    /// sends them as they are instead of printing the envelope again.
+    var stored: [UInt8]?
+
+    package static func == (a: Envelope, b: Envelope) -> Bool {
+        (a.id, a.version, a.seq, a.source, a.serverReceivedAt, a.body)
+            == (b.id, b.version, b.seq, b.source, b.serverReceivedAt, b.body)
+    }
 
     package var isTombstone: Bool { body == nil }
 
@@ -31,7 +39,7 @@ package struct Envelope: Sendable, Equatable {
     }
 
     /// The bytes stored on disk.
-    package var bytes: [UInt8] { JSONPrinter.compact(json) }
+    package var bytes: [UInt8] { stored ?? JSONPrinter.compact(json) }
 
     package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: JSONValue?) {
         self.id = id
@@ -54,6 +62,7 @@ package struct Envelope: Sendable, Equatable {
         guard body?.objectValue != nil || object["deleted"] == .bool(true) else { return nil }
         self.init(id: id, version: version, seq: seq, source: object["source"]?.stringValue,
                   serverReceivedAt: received, body: body)
+        stored = bytes
     }
 }
 
@@ -147,13 +156,24 @@ package struct FeedPage: Sendable, Equatable {
     package var anchor: Anchor
     package var hasMore: Bool
 
-    package var json: JSONValue {
-        .object(JSONObject([
-            JSONMember("messages", .array(messages.map(\.json))),
-            JSONMember("deleted", .array(deleted.map(\.deletionJSON))),
-            JSONMember("anchor", .string(anchor.description)),
-            JSONMember("hasMore", .bool(hasMore)),
-        ]))
+    /// `{"messages": [...], "deleted": [...], "anchor": "...", "hasMore": ...}`
+    /// as Python's `json.dumps` prints it; each message is spliced in as the
+    /// bytes stored on disk (already parsed, so known to be an envelope).
+    package var bytes: [UInt8] {
+        var out = Array(#"{"messages": ["#.utf8)
+        for (i, message) in messages.enumerated() {
+            if i > 0 { out += Array(", ".utf8) }
+            out += message.bytes
+        }
+        out += Array(#"], "deleted": ["#.utf8)
+        for (i, tombstone) in deleted.enumerated() {
+            if i > 0 { out += Array(", ".utf8) }
+            out += JSONPrinter.compact(tombstone.deletionJSON)
+        }
+        out += Array(#"], "anchor": "#.utf8)
+        JSONPrinter.writeString(anchor.description, into: &out)
+        out += Array((hasMore ? #", "hasMore": true}"# : #", "hasMore": false}"#).utf8)
+        return out
     }
 }
 
@@ -221,9 +241,10 @@ package struct InboxStore: Sendable {
             let isNew = current?.isTombstone ?? true
             let live = try liveCount(log) + (isNew ? 1 : 0)
             if isNew && live > settings.maxMessages { throw InboxError.inboxFull(limit: settings.maxMessages) }
-            let envelope = Envelope(
+            var envelope = Envelope(
                 id: id, version: version, seq: try log.lastSeq() + 1, source: source,
                 serverReceivedAt: Timestamp.format(clock()), body: body)
+            envelope.stored = envelope.bytes  // printed once, for the file and the answer
             try commit(envelope, replacing: current, live: live, log: &log)
             return isNew ? .created(envelope) : .replaced(envelope)
         }
