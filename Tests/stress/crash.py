@@ -397,7 +397,7 @@ def main():
         })
         print("figures: " + ", ".join("%s: %s" % (k, v) for k, v in sorted(figures.items())))
         if temporaries:
-            print("note: %d temporary files (.tmp-*) are left by the kills; nothing removes them" % temporaries)
+            print("note: %d temporary files (.~*) are left by the kills, at most one per document; the next write of that document replaces it" % temporaries)
         if args.json:
             with open(args.json, "w") as handle:
                 json.dump(figures, handle, indent=1)

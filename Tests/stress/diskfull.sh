@@ -73,7 +73,7 @@ fill() {
 
 no_temporary_files() {
     local left
-    left="$(find "$FS/data" -name '.tmp-*' 2>/dev/null | head -5)"
+    left="$(find "$FS/data" -name '.~*' 2>/dev/null | head -5)"
     [[ -z "$left" ]] || fail "temporary files left behind: $left"
 }
 
