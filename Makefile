@@ -4,7 +4,7 @@ PROGRAMS := user-settings inbox mockcloud-admin
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: serve test deps build install unit acceptance bench clean
+.PHONY: serve test deps build install unit acceptance bench fuzz clean
 
 ## Serve HTTPS on 127.0.0.1:8443 (MOCKCLOUD_PORT/DATA/RUN/HOST/UPSTREAM/...).
 serve: deps install
@@ -40,6 +40,13 @@ bench:
 	@nginx/mockcloud-nginx.sh deps bench
 	@$(MAKE) --no-print-directory install
 	@python3 Benchmarks/bench.py $(if $(PEER),--peer '$(PEER)') $(BENCH_ARGS)
+
+## libFuzzer + AddressSanitizer on the parsers and the CGI path (Tests/Fuzz/):
+## build into .build/fuzz/, replay Tests/Fuzz/regressions/, then fuzz each
+## target for FUZZ_SECONDS (FUZZ_TARGETS="json cgi" for a subset).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@Tests/Fuzz/run.sh $(FUZZ_SECONDS)
 
 ## Stress tests (Tests/stress/): malformed requests through nginx + TLS,
 ## SIGKILL in the middle of writes, a full and a read-only data directory
