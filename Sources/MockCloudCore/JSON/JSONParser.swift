@@ -108,7 +108,7 @@ package struct JSONParser {
         // Positions by key, built only for large objects so that duplicate
         // detection stays linear; a small object is searched directly (a
         // dictionary's first use costs more than a CGI request's whole parse).
-        var positions: [String: Int]?
+        var positions: [[UInt8]: Int]?  // by UTF-8 bytes, as `JSONObject.index(of:)` compares
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
@@ -123,12 +123,12 @@ package struct JSONParser {
             skipWhitespace()
             let value = try parseValue(level: level + 1)
             if positions == nil, object.count >= Self.linearSearchLimit {
-                positions = Dictionary(object.members.enumerated().map { ($1.key, $0) }) { first, _ in first }
+                positions = Dictionary(object.members.enumerated().map { (Array($1.key.utf8), $0) }) { first, _ in first }
             }
-            if let existing = positions?[key] ?? (positions == nil ? object.index(of: key) : nil) {
+            if let existing = positions?[Array(key.utf8)] ?? (positions == nil ? object.index(of: key) : nil) {
                 object.replaceValue(at: existing, with: value)
             } else {
-                positions?[key] = object.count
+                positions?[Array(key.utf8)] = object.count
                 object.appendNew(key, value)
             }
             skipWhitespace()

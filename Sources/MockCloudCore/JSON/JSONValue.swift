@@ -49,8 +49,11 @@ package struct JSONObject: Equatable, Sendable {
     package var isEmpty: Bool { members.isEmpty }
     package var count: Int { members.count }
 
+    /// The position of `key`. Keys are compared by their code points, as
+    /// JSON and Python compare them: Swift's `==` on strings would take "é"
+    /// and "e\u{301}", or "K" and the Kelvin sign, for one key.
     package func index(of key: String) -> Int? {
-        members.firstIndex { $0.key == key }
+        members.firstIndex { $0.key.utf8.elementsEqual(key.utf8) }
     }
 
     package subscript(key: String) -> JSONValue? {
@@ -107,19 +110,20 @@ extension JSONValue {
     /// The same merge in one pass over each side, with the patch indexed by
     /// key, so that a PATCH near the 1 MiB limit stays linear.
     private static func mergeLarge(_ target: JSONObject, _ patch: JSONObject) -> JSONObject {
-        let patchValues = Dictionary(patch.members.map { ($0.key, $0.value) }) { _, last in last }
+        // Keyed by UTF-8 bytes: code points, not canonical equivalence (see `index(of:)`).
+        let patchValues = Dictionary(patch.members.map { (Array($0.key.utf8), $0.value) }) { _, last in last }
         var merged: [JSONMember] = []
         merged.reserveCapacity(target.count + patch.count)
-        var seen = Set<String>()
+        var seen = Set<[UInt8]>()
         for member in target.members {
-            seen.insert(member.key)
-            guard let change = patchValues[member.key] else {
+            seen.insert(Array(member.key.utf8))
+            guard let change = patchValues[Array(member.key.utf8)] else {
                 merged.append(member)
                 continue
             }
             if change != .null { merged.append(JSONMember(member.key, member.value.merging(patch: change))) }
         }
-        for member in patch.members where member.value != .null && !seen.contains(member.key) {
+        for member in patch.members where member.value != .null && !seen.contains(Array(member.key.utf8)) {
             merged.append(JSONMember(member.key, JSONValue.null.merging(patch: member.value)))
         }
         return JSONObject(uniqueMembers: merged)

@@ -50,16 +50,21 @@ package struct Envelope: Sendable, Equatable {
         self.body = body
     }
 
-    /// Reads a stored envelope; `nil` when the bytes are not one.
+    /// Reads a stored envelope; `nil` when the bytes are not one. The feed
+    /// splices these bytes into its answer, so they must be one JSON object
+    /// and nothing else (no byte order mark).
     package init?(bytes: [UInt8]) {
-        guard let object = (try? JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth))?.objectValue,
+        guard !bytes.starts(with: [0xEF, 0xBB, 0xBF]),
+            let object = (try? JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth))?.objectValue,
             let id = object["id"]?.stringValue.flatMap(MessageID.init),
             case .number(let versionText)? = object["version"], let version = Int64(versionText),
             case .number(let seqText)? = object["seq"], let seq = Int64(seqText),
             let received = object["serverReceivedAt"]?.stringValue
         else { return nil }
+        // A live message has an object body; a tombstone has none.
         let body = object["body"]
-        guard body?.objectValue != nil || object["deleted"] == .bool(true) else { return nil }
+        let deleted = object["deleted"] == .bool(true)
+        guard deleted ? body == nil : body?.objectValue != nil else { return nil }
         self.init(id: id, version: version, seq: seq, source: object["source"]?.stringValue,
                   serverReceivedAt: received, body: body)
         stored = bytes

@@ -22,6 +22,10 @@ package enum Timestamp {
         return out
     }
 
+    /// 0001-01-01T00:00:00Z through 9999-12-31T23:59:59.999999Z.
+    package static let supported: ClosedRange<Micros> =
+        Micros(days(year: 1, month: 1, day: 1)) * 86_400_000_000...(Micros(days(year: 10000, month: 1, day: 1)) * 86_400_000_000 - 1)
+
     /// The current instant from the system clock.
     package static func now() -> Micros {
         var ts = timespec()
@@ -137,7 +141,11 @@ package enum Timestamp {
             guard let offsetSeconds = parseOffset(extended: extended), index == bytes.count else { return nil }
             let daysSinceEpoch = Timestamp.days(year: year, month: month, day: day)
             let seconds = Int64(daysSinceEpoch) * 86400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
-            return seconds * 1_000_000 + Int64(micros)
+            let instant = seconds * 1_000_000 + Int64(micros)
+            // Years 1-9999 in UTC, as Python's datetime: an offset must not
+            // carry the instant out of them (0000-01-01T00:00:00+01:00).
+            guard Timestamp.supported.contains(instant) else { return nil }
+            return instant
         }
 
         /// `Z`, or `+HH:MM` (extended) / `+HHMM` or `+HH` (basic); seconds east of UTC.
