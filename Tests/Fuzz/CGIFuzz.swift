@@ -9,9 +9,11 @@ import Glibc
 // Input: up to 4 requests separated by NUL bytes, run in order. A request is
 // `NAME=value` lines, a blank line, then the body. CONTENT_LENGTH defaults to
 // the body's length. Variables for the harness alone: FUZZ_SIGNED=1 (HMAC on,
-// a fixed key), FUZZ_CLOCK (the clock, in microseconds), FUZZ_LIMIT (the
-// body limit). MOCKCLOUD_DATA and MOCKCLOUD_HMAC_KEYS from the input are
-// dropped: the input never names a path.
+// a fixed key), FUZZ_TOKENS=1 (bearer tokens on; the token `fuzz-token`
+// passes), FUZZ_CLOCK (the clock, in microseconds), FUZZ_LIMIT (the body
+// limit). MOCKCLOUD_DATA, MOCKCLOUD_HMAC_KEYS and MOCKCLOUD_TOKENS from the
+// input are dropped (the input never names a path), and so is
+// MOCKCLOUD_FAULT, the acceptance tests' hook that makes a program trap.
 //
 // Oracles: no crash; every answer has a known status, headers without CR, LF
 // or NUL, and a JSON body (an object with an "error" string for 4xx/5xx);
@@ -28,6 +30,7 @@ private var dataRoot: String { sandbox + "/data" }
 private let quiet = getenv("FUZZ_VERBOSE") == nil
 private let signingKeys = try! SigningKeys.parse(
     Array("fuzz-1:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n".utf8), path: "fuzz")
+private let accessTokens = AccessTokens(hashes: [HMACSHA256.sha256([Array("fuzz-token".utf8)])])
 /// 2026-05-18T04:43:04.134233Z, the contract's example.
 private let defaultClock: Int64 = 1_779_079_384_134_233
 
@@ -54,6 +57,9 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         configurations.insert([signed, requireSigned])
         environment["MOCKCLOUD_DATA"] = dataRoot
         environment["MOCKCLOUD_HMAC_KEYS"] = nil
+        environment["MOCKCLOUD_TOKENS"] = nil
+        environment["MOCKCLOUD_FAULT"] = nil
+        let tokens = environment["FUZZ_TOKENS"] == "1"
         if environment["CONTENT_LENGTH"] == nil { environment["CONTENT_LENGTH"] = body.isEmpty ? "" : String(body.count) }
         let clock = environment["FUZZ_CLOCK"].flatMap { Int64($0) }.map { min(max($0, 0), 253_402_300_799_000_000) }
             ?? defaultClock + Int64(index) * 1_000_000
@@ -65,6 +71,7 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let response = withStdin(body) { stdin in
             CGIProgram.respond(environment: cgi, bodyLimit: limit, stdin: stdin, name: "fuzz") { request in
                 touchRequestFields(request)
+                if tokens { try accessTokens.authorize(request) }
                 let integrity = signed
                     ? Integrity(keys: signingKeys, requireSigned: requireSigned)
                     : try Integrity(environment: request.environment)
@@ -78,6 +85,7 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             }
         }
         check(response, request: index, signingChanged: configurations.count > 1, input: input)
+        checkStored(response, environment, request: index, input: input)
     }
     checkSandbox(input)
     removeTree(dataRoot)
@@ -113,7 +121,7 @@ private func touchRequestFields(_ request: CGIRequest) {
         _ = request.header(name)
     }
     if let query = QueryString(request.query) {
-        for pair in query.pairs { _ = QueryString.decode(Substring(pair.value)) }
+        _ = query.pairs.count
         if let text = query["anchor"], let anchor = Anchor(text) {
             require(Anchor(anchor.description) == anchor, "anchor \(show(text)) does not round-trip")
         }
@@ -187,6 +195,37 @@ private func check(_ response: CGIResponse, request index: Int, signingChanged: 
     default:
         break
     }
+}
+
+/// A write that succeeded answered what the store now holds: the settings
+/// file is the answer in Python's layout with the answer's ETag, a message
+/// file the answer's very bytes.
+private func checkStored(_ response: CGIResponse, _ environment: [String: String], request index: Int, input: [UInt8]) {
+    guard let method = environment["REQUEST_METHOD"], ["PUT", "PATCH", "POST"].contains(method),
+        response.status == 200 || response.status == 201
+    else { return }
+    var context: String { "request \(index) of \(show(input)) answered \(response.status) \(show(response.body))" }
+    let request = CGIRequest(environment: CGIEnvironment(environment), body: [])
+    guard let key = try? request.userKey() else {
+        require(false, "a write without a valid key succeeded: \(context)")
+        return
+    }
+    if request.path == SettingsRoute.path {
+        let file = try? Sys.readFile("\(dataRoot)/\(SettingsStore.route)/\(key.rawValue).json")
+        guard let file, let stored = try? JSONParser.parse(file, maxDepth: JSONParser.storedDocumentMaxDepth) else {
+            require(false, "no readable settings file after \(context)")
+            return
+        }
+        require(JSONPrinter.pretty(stored) == file, "the settings file is not in Python's layout after \(context)")
+        require(JSONPrinter.compact(stored) == response.body, "the settings file \(show(file)) differs from \(context)")
+        require(response.header("ETag") == EntityTag.of(file), "the ETag is not the file's after \(context)")
+        return
+    }
+    let id = response.status == 201
+        ? String(response.header("Location")?.dropFirst(InboxRoute.collectionPath.count + 1) ?? "")
+        : String(request.path.dropFirst(InboxRoute.collectionPath.count + 1))
+    let file = try? Sys.readFile("\(dataRoot)/\(InboxStore.route)/\(key.rawValue)/messages/\(id).json")
+    require(file == .some(response.body), "the message file \(show(file ?? [])) differs from \(context)")
 }
 
 /// Nothing beside `data` in the sandbox, and inside it only what the
