@@ -6,7 +6,8 @@
 // Input: up to 256 bytes; shorter inputs are padded with spaces and ended
 // with a newline to make a record-sized line, longer ones cut. The raw input
 // is decoded too. Oracles: no crash; a record or header that decodes
-// re-encodes to bytes that decode to the same value; a record decodes the same
+// re-encodes to bytes that decode to the same value (for a header, to the
+// very bytes it was read from); a record decodes the same
 // at offset 0 and inside a larger buffer (as a page read hands it over).
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -34,6 +35,8 @@ public func fuzzChangeLog(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let encoded = ChangeLog.encode(header)
         require(encoded.count == ChangeLog.recordSize, "\(header) encodes to \(encoded.count) bytes")
         require(ChangeLog.decodeHeader(encoded) == header, "\(header) does not survive encode + decode")
+        // Fixed offsets, fixed widths: only the canonical text is a header.
+        require(encoded == line, "\(show(line)) decodes to \(header), which encodes as \(show(encoded))")
         require(ChangeLog.decodeRecord(line[...]) == nil, "\(show(line)) is both a header and a record")
     }
     return 0

@@ -1,10 +1,14 @@
 @testable import MockCloudCore
 
-// The HMAC key file (`MOCKCLOUD_HMAC_KEYS`): `key-id:secret` lines, hex or
-// base64 secrets of at least 32 bytes, comments and blank lines.
+// The private files: the HMAC key file (`MOCKCLOUD_HMAC_KEYS`: `key-id:secret`
+// lines, hex or base64 secrets of at least 32 bytes) and the token file
+// (`MOCKCLOUD_TOKENS`: `sha256:<64 hex> [label]` lines), both with comments
+// and blank lines.
 //
-// Input: a key file's text. Oracles: a file that loads has unique, well-shaped
-// ids and keys that verify their own MACs; an error never quotes a secret.
+// Input: a file's text, parsed as both. Oracles: a key file that loads has
+// unique, well-shaped ids and keys that verify their own MACs; an error never
+// quotes a secret; a token file that loads holds 32-byte hashes, one for each
+// meaningful line, and accepts a token exactly when its hash is listed.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSigningKeys(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -37,7 +41,24 @@ public func fuzzSigningKeys(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     } catch {
         require(false, "an error that is not a KeyFileError: \(error)")
     }
+    checkTokenFile(bytes)
     return 0
+}
+
+private func checkTokenFile(_ bytes: [UInt8]) {
+    do {
+        let tokens = try AccessTokens.parse(bytes, path: "/fuzz/tokens")
+        require(tokens.hashes.count == PrivateFile.lines(bytes).count, "\(tokens.hashes.count) hashes from \(show(bytes))")
+        require(tokens.hashes.allSatisfy { $0.count == HMACSHA256.macLength }, "a hash of another length from \(show(bytes))")
+        // The input's first line as a token: accepted exactly when its hash is listed.
+        let token = String(decoding: bytes.prefix { $0 != 0x0A }, as: UTF8.self)
+        let listed = tokens.hashes.contains(HMACSHA256.sha256([Array(token.utf8)]))
+        require(tokens.accepts(token: token) == listed, "token \(show(token)) accepted: \(!listed)")
+    } catch let error as KeyFileError {
+        require(error.status == 500, "\(error)")
+    } catch {
+        require(false, "an error that is not a KeyFileError: \(error)")
+    }
 }
 
 private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
