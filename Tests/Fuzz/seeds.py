@@ -124,6 +124,9 @@ cgi_seeds = {
                            settings("GET", extra=[("FUZZ_SIGNED", "1"), ("MOCKCLOUD_HMAC_REQUIRE", "1")])),
     "settings-require-unsigned": seq(settings("PUT", body=DOC), settings("GET", extra=[("FUZZ_SIGNED", "1"), ("MOCKCLOUD_HMAC_REQUIRE", "1")])),
     "settings-require-without-keys": settings("GET", extra=[("MOCKCLOUD_HMAC_REQUIRE", "1")]),
+    "settings-tokens": seq(settings("GET", extra=[("FUZZ_TOKENS", "1")]),
+                           settings("GET", extra=[("FUZZ_TOKENS", "1"), ("HTTP_AUTHORIZATION", "Bearer wrong")]),
+                           settings("GET", extra=[("FUZZ_TOKENS", "1"), ("HTTP_AUTHORIZATION", "bearer  fuzz-token ")])),
     "not-found": request([("REQUEST_METHOD", "GET"), ("DOCUMENT_URI", "/other"), ("HTTP_X_USER_KEY", "alice")]),
     "inbox-put-get-feed": seq(
         inbox("PUT", "/inbox/nm-1234-weight", body='{"kg": 72.5}', extra=[("HTTP_X_SYNC_VERSION", "1"), ("HTTP_X_DEVICE_ID", "mirror-1")]),
@@ -224,6 +227,8 @@ signingkeys_seeds = {
     "bad-secret": "k:%s!\n" % B64,
     "bad-no-colon": "just-a-line\n",
     "empty": "# only a comment\n\n",
+    "tokens": "# mockcloud-admin token\nsha256:%s phone\nsha256:%s\n" % ("ab" * 32, "CD" * 32),
+    "bad-token-line": "sha256:%s\n" % ("ab" * 31),
 }
 
 envelope_seeds = {
@@ -252,7 +257,7 @@ write_dict("cgi", ["REQUEST_METHOD=", "GET", "HEAD", "PUT", "PATCH", "DELETE", "
                    "SCRIPT_NAME=", "PATH_INFO=", "QUERY_STRING=", "/user/settings", "/inbox", "/inbox/", "anchor=",
                    "limit=", "exclude-source=", "HTTP_X_USER_KEY=", "HTTP_IF_MATCH=", "HTTP_IF_NONE_MATCH=",
                    "HTTP_X_SYNC_VERSION=", "HTTP_X_DEVICE_ID=", "CONTENT_TYPE=", "application/merge-patch+json",
-                   "CONTENT_LENGTH=", "FUZZ_SIGNED=1", "FUZZ_LIMIT=", "FUZZ_CLOCK=", "MOCKCLOUD_HMAC_REQUIRE=1",
+                   "CONTENT_LENGTH=", "FUZZ_SIGNED=1", "FUZZ_TOKENS=1", "HTTP_AUTHORIZATION=", "Bearer fuzz-token", "FUZZ_LIMIT=", "FUZZ_CLOCK=", "MOCKCLOUD_HMAC_REQUIRE=1",
                    "MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=1", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=0",
                    "MOCKCLOUD_INBOX_MAX_MESSAGES=1", '"updatedAt"', "W/", "*", "\n\n", "\x00", "%2F", "%00", "null"])
 write_dict("timestamp", ["T", "Z", "+", "-", ":", ".", ",", "0000", "9999", "1231", "0229", "2359", "59", "+23:59", "-2359"])
