@@ -3,15 +3,17 @@
 // Client time stamps (`updatedAt`) and the server's own format.
 //
 // Input: a time stamp text. Oracles:
-// - a text that parses names an instant from 0000-01-01 to 9999-12-31 UTC
-//   (`FUZZ_SKIP=timestamp-range` switches this off);
+// - a text that parses names an instant from 0001-01-01 to 9999-12-31 UTC,
+//   the years of Python's datetime (`FUZZ_SKIP=timestamp-range` switches
+//   this off);
 // - a text that parses formats (basic form, UTC, microseconds) to a text that
 //   parses back to the same instant;
-// - any instant from 0000-01-01 to 9999-12-31 (taken from the input's first
-//   8 bytes) survives format then parse.
+// - any instant in those years (taken from the input's first 8 bytes)
+//   survives format then parse.
 
-/// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z in microseconds.
-private let firstInstant: Int64 = -62_167_219_200 * 1_000_000
+/// 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z in microseconds
+/// (Python: `datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()`).
+private let firstInstant: Int64 = -62_135_596_800 * 1_000_000
 private let lastInstant: Int64 = 253_402_300_800 * 1_000_000 - 1
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -20,7 +22,7 @@ public func fuzzTimestamp(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: bytes, as: UTF8.self)
     if let instant = Timestamp.parse(text) {
         require(instant >= firstInstant && instant <= lastInstant,
-                "\(show(text)) parses to \(instant), outside 0000-01-01T00:00:00Z...9999-12-31T23:59:59.999999Z, "
+                "\(show(text)) parses to \(instant), outside 0001-01-01T00:00:00Z...9999-12-31T23:59:59.999999Z, "
                 + "which formats as \(show(Timestamp.format(instant)))", finding: "timestamp-range")
         let formatted = Timestamp.format(instant)
         let again = Timestamp.parse(formatted)
