@@ -2,7 +2,8 @@
 # Every test: the Swift unit and process tests (`swift test`, the process
 # tests running the installed release programs in cgi-bin/), then the
 # acceptance tests through nginx + fcgiwrap + TLS, then the short stress run
-# (hostile requests, crashes, disk full, concurrency). Prints one combined
+# (hostile requests, crashes, disk full, concurrency) and a short fuzz run
+# (every regression replayed, each target a few seconds). Prints one combined
 # `N passed, M failed` as its last line; exits 1 when anything failed.
 #
 # `make test` installs dependencies and fresh programs first; run directly,
@@ -71,6 +72,8 @@ run_suite() {
 
 run_suite acceptance Tests/acceptance/run.sh
 run_suite stress Tests/stress/short.sh
+# Every fuzz reproducer replayed, then each target fuzzed briefly.
+run_suite fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 
 echo "== swift test: $swift_passed passed, $swift_failed failed; $(IFS=';'; echo "${suite_summaries[*]}" | sed 's/;/; /g')"
 echo "$total_passed passed, $total_failed failed"
