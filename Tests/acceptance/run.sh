@@ -39,8 +39,6 @@ fi
 WORK="$(mktemp -d /tmp/mca.XXXXXX)"
 STACK_RUNS=()
 SERVER_PIDS=()
-PASSED=0
-FAILED=0
 
 cleanup() {
     local run pid
@@ -55,33 +53,8 @@ trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- cases
 
-CASE_NAME=""
-CASE_FAILURES=()
-
-# Starts a case; its name says what it proves.
-it() {
-    finish_case
-    CASE_NAME="$1"
-    CASE_FAILURES=()
-}
-
-fail() {
-    [[ -n "$CASE_NAME" ]] || CASE_NAME="(setup outside any case in this file)"
-    CASE_FAILURES+=("$*")
-}
-
-finish_case() {
-    [[ -n "$CASE_NAME" ]] || return 0
-    if ((${#CASE_FAILURES[@]} == 0)); then
-        PASSED=$((PASSED + 1))
-        printf 'ok    %s\n' "$CASE_NAME"
-    else
-        FAILED=$((FAILED + 1))
-        printf 'FAIL  %s\n' "$CASE_NAME"
-        printf '        %s\n' "${CASE_FAILURES[@]}"
-    fi
-    CASE_NAME=""
-}
+# shellcheck source=cases.sh
+source "$HERE/cases.sh"
 
 # ---------------------------------------------------------------- requests
 
@@ -210,10 +183,6 @@ PYTHON
 }
 
 # ---------------------------------------------------------------- helpers
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # start_stack NAME [VAR=value ...]: a stack of its own (run dir, data dir,
 # port), with extra MOCKCLOUD_* settings; it becomes the one `expect` talks to.

@@ -13,45 +13,14 @@ if python_bin="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executabl
     PATH="$python_bin:$PATH"
 fi
 
-PASSED=0
-FAILED=0
-CASE_NAME=""
-CASE_FAILURES=()
 STACK_RUNS=()
-
-it() {
-    finish_case
-    [[ -z "${STRESS_TIMES:-}" ]] || printf '%(%T)T ' -1
-    CASE_NAME="$1"
-    CASE_FAILURES=()
-}
-
-fail() {
-    [[ -n "$CASE_NAME" ]] || CASE_NAME="(setup)"
-    CASE_FAILURES+=("$*")
-}
-
-finish_case() {
-    [[ -n "$CASE_NAME" ]] || return 0
-    if ((${#CASE_FAILURES[@]} == 0)); then
-        PASSED=$((PASSED + 1))
-        printf 'ok    %s\n' "$CASE_NAME"
-    else
-        FAILED=$((FAILED + 1))
-        printf 'FAIL  %s\n' "$CASE_NAME"
-        printf '        %s\n' "${CASE_FAILURES[@]}"
-    fi
-    CASE_NAME=""
-}
+# shellcheck source=../acceptance/cases.sh
+source "$REPO/Tests/acceptance/cases.sh"
 
 summary() {
     finish_case
     printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
     ((FAILED == 0))
-}
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # start_stack NAME DATA_DIR [VAR=value ...]: a stack on a free port with its
