@@ -102,18 +102,13 @@ package struct AdminCommand {
         }
     }
 
-    private static func check(_ document: StoredDocument, _ integrity: Integrity) throws -> (bytes: [UInt8], verdict: Integrity.Verdict)? {
-        guard let bytes = try AtomicFile.read(document.name, in: document.folder.directory) else { return nil }
-        let sidecar = try AtomicFile.read(document.name + DocumentFolder.sidecarSuffix, in: document.folder.directory)
-        return (bytes, integrity.verdict(for: bytes, sidecar: sidecar, at: document.place))
-    }
 
     private static func verify(_ documents: [StoredDocument], _ integrity: Integrity, into result: inout Result) {
         var checked = 0, signed = 0, unsigned = 0, bad = 0
         for document in documents {
             checked += 1
             do {
-                guard let (_, verdict) = try check(document, integrity) else { continue }
+                guard let (_, verdict) = try document.folder.inspect(document.name, at: document.place) else { continue }
                 switch verdict {
                 case .signed: signed += 1
                 case .unsigned:
@@ -141,7 +136,7 @@ package struct AdminCommand {
         for document in documents {
             do {
                 try DataDirectory.withWriterLock(root: root, document) {
-                    guard let (bytes, verdict) = try check(document, integrity) else { return }
+                    guard let (bytes, verdict) = try document.folder.inspect(document.name, at: document.place) else { return }
                     switch verdict {
                     case .invalid(let reason):
                         bad += 1

@@ -12,13 +12,20 @@ package struct DocumentFolder: Sendable {
         self.integrity = integrity
     }
 
+    /// The stored bytes and what their sidecar says of them; `nil` when the
+    /// document is absent. Signing off: `.unsigned`, no sidecar is read.
+    package func inspect(_ name: String, at place: DocumentPlace) throws -> (bytes: [UInt8], verdict: Integrity.Verdict)? {
+        guard let bytes = try AtomicFile.read(name, in: directory) else { return nil }
+        guard integrity.keys != nil else { return (bytes, .unsigned) }
+        let sidecar = try AtomicFile.read(name + Self.sidecarSuffix, in: directory)
+        return (bytes, integrity.verdict(for: bytes, sidecar: sidecar, at: place))
+    }
+
     /// The stored bytes, verified; `nil` when absent. A document that fails
     /// its check (or is unsigned when signatures are required) throws.
     package func read(_ name: String, at place: DocumentPlace) throws -> [UInt8]? {
-        guard let bytes = try AtomicFile.read(name, in: directory) else { return nil }
-        guard integrity.keys != nil else { return bytes }
-        let sidecar = try AtomicFile.read(name + Self.sidecarSuffix, in: directory)
-        switch integrity.verdict(for: bytes, sidecar: sidecar, at: place) {
+        guard let (bytes, verdict) = try inspect(name, at: place) else { return nil }
+        switch verdict {
         case .signed: return bytes
         case .unsigned where !integrity.requireSigned: return bytes
         case .unsigned:

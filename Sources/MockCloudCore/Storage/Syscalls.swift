@@ -191,11 +191,6 @@ package enum Sys {
         defer { close(fd) }
         try fsync(fd, path: path)
     }
-
-    /// The value of an environment variable of this process.
-    package static func environment(_ name: String) -> String? {
-        getenv(name).map { String(cString: $0) }
-    }
 }
 
 /// `flock(2)`: Glibc's module also has `struct flock`, which hides the function
