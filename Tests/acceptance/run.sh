@@ -22,18 +22,8 @@
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
-export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
-# The stacks are configured here only, whatever the caller's environment says.
-unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
-    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_PORT MOCKCLOUD_DATA MOCKCLOUD_RUN
-
-# The real interpreter first on PATH: a version manager's python3 shim costs
-# ~0.2 s a call, and the checks call python3 a few hundred times.
-if python_bin="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)"; then
-    PATH="$python_bin:$PATH"
-fi
+# shellcheck source=cases.sh
+source "$HERE/cases.sh"
 
 # Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
 WORK="$(mktemp -d /tmp/mca.XXXXXX)"
@@ -50,11 +40,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# ---------------------------------------------------------------- cases
-
-# shellcheck source=cases.sh
-source "$HERE/cases.sh"
 
 # ---------------------------------------------------------------- requests
 

@@ -3,19 +3,9 @@
 # stopped by it (by PID). Set WORK before sourcing; it holds everything.
 
 STRESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$STRESS_DIR/../.." && pwd)"
-LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
-export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
-unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
-    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_PORT MOCKCLOUD_DATA MOCKCLOUD_RUN
-# The real interpreter, not a version manager's shim (a shim costs ~0.2 s a call).
-if python_bin="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)"; then
-    PATH="$python_bin:$PATH"
-fi
-
 STACK_RUNS=()
 # shellcheck source=../acceptance/cases.sh
-source "$REPO/Tests/acceptance/cases.sh"
+source "$STRESS_DIR/../acceptance/cases.sh"
 
 summary() {
     finish_case
