@@ -3,8 +3,17 @@ import PackageDescription
 
 // Each CGI program is started once per request, so start-up time is the
 // service's whole cost: the programs import Glibc only and link statically.
+// Sources/CStartup/startup.c explains the two link-time replacements
+// (`--wrap`: libcrypto's load-time CPU probe) and symbol-order.txt the
+// layout (the code one request runs packed together: fewer page faults).
+let startupDirectory = Context.packageDirectory + "/Sources/CStartup"
 let staticExecutable: [LinkerSetting] = [
-    .unsafeFlags(["-static-executable", "-use-ld=lld"], .when(platforms: [.linux], configuration: .release))
+    .unsafeFlags([
+        "-static-executable", "-use-ld=lld",
+        "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
+        "-Xlinker", "--symbol-ordering-file=" + startupDirectory + "/symbol-order.txt",
+        "-Xlinker", "--no-warn-symbol-ordering",
+    ], .when(platforms: [.linux], configuration: .release))
 ]
 
 let package = Package(
@@ -17,9 +26,12 @@ let package = Package(
     dependencies: [],
     targets: [
         // Everything the programs share: CGI, JSON, validation, storage, routes, signing.
-        .target(name: "MockCloudCore", dependencies: ["COpenSSL"]),
+        .target(name: "MockCloudCore", dependencies: ["COpenSSL", "CStartup"]),
         // OpenSSL's libcrypto, imported by Signing/ alone.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        // Cheaper process start: argv without the runtime's /proc scan, and
+        // libcrypto's CPU probe on demand (see startup.c).
+        .target(name: "CStartup", exclude: ["symbol-order.txt"]),
 
         // The CGI programs: a few lines each.
         .executableTarget(

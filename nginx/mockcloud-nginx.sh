@@ -45,6 +45,8 @@ missing_packages() {
     if [[ "$bench" == bench ]]; then
         command -v wrk >/dev/null || pkgs+=(wrk)
         command -v hyperfine >/dev/null || pkgs+=(hyperfine)
+        # Benchmarks/symbol-order.sh profiles the programs with callgrind.
+        command -v valgrind >/dev/null || pkgs+=(valgrind)
     fi
     printf '%s\n' "${pkgs[@]}"
 }

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import CStartup
 
 /// HMAC-SHA256 (RFC 2104) over libcrypto's SHA-256. The EVP route costs about
 /// a millisecond of provider loading on first use in every CGI process; the
@@ -49,8 +50,16 @@ package final class HMACSHA256: @unchecked Sendable {
         }
     }
 
+    /// Inputs from this size on are worth libcrypto's CPU probe (SHA-NI or
+    /// AVX2 code instead of the baseline); smaller ones skip it, see
+    /// Sources/CStartup/startup.c.
+    static let probeThreshold = 64 * 1024
+
     /// SHA-256 of the concatenation of `parts`.
     package static func sha256(_ parts: [[UInt8]]) -> [UInt8] {
+        if parts.reduce(0, { $0 + $1.count }) >= probeThreshold {
+            mockcloud_probe_cpu_for_crypto()
+        }
         var context = SHA256_CTX()
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         // These calls fail only on a null context, which cannot happen here.

@@ -18,6 +18,28 @@ assert stored("s1") == "{\n  \"weight\": 71.30,\n  \"serverReceivedAt\": \"%s\"\
 expect 200 GET /user/settings -H 'X-User-Key: s1'
 py 'assert doc["weight"] == 71.3'
 
+it "MACs are HMAC-SHA256 over header, route, key, id and bytes: Python's hmac agrees, for small and 400 KiB documents"
+# The static programs hash small inputs with libcrypto's baseline code and
+# probe the CPU first for large ones (Sources/CStartup/startup.c): both paths
+# must give the MAC that an independent implementation computes.
+python3 -c 'import json; print(json.dumps({"blob": "x" * (400 << 10)}))' >"$WORK/big.json"
+expect 200 PUT /user/settings -H 'X-User-Key: big' -H 'Content-Type: application/json' --data-binary "@$WORK/big.json"
+expect 201 PUT /inbox/m1 -H 'X-User-Key: big' -H 'X-Sync-Version: 1' -d '{"type": "scan"}'
+SECRET_HEX="${K1#k1:}" py 'import hashlib, hmac
+secret = bytes.fromhex(os.environ["SECRET_HEX"])
+def check(path, route, key, ident):
+    data = open(path, "rb").read()
+    message = b"\0".join([b"mockcloud-hmac-sha256 1", route, key, ident, data])
+    want = "k1 " + hmac.new(secret, message, hashlib.sha256).hexdigest()
+    lines = open(path + ".mac").read().split("\n")
+    assert lines[0] == "mockcloud-hmac-sha256 1" and want in lines[1:], (path, lines, want)
+    return len(data)
+assert check(os.path.join(DATA, "user_settings", "big.json"), b"user_settings", b"big", b"") > 400 << 10
+check(os.path.join(DATA, "user_settings", "s1.json"), b"user_settings", b"s1", b"")
+check(os.path.join(DATA, "inbox", "big", "messages", "m1.json"), b"inbox", b"big", b"m1")'
+expect 200 GET /user/settings -H 'X-User-Key: big'
+py 'assert len(doc["blob"]) == 400 << 10'
+
 it "one edited byte: 500 with the integrity error, the edited content is not served, the log names the file"
 edit_file "$DATA/user_settings/s1.json" 71.30 91.30
 expect 500 GET /user/settings -H 'X-User-Key: s1'
