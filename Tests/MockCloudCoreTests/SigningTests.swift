@@ -136,6 +136,34 @@ import Testing
                 == .invalid(reason: "sidecar is not a mockcloud MAC file"))
     }
 
+    @Test func sidecarLinesMayHaveBlankLinesAndExtraSpacesButNotAThirdField() throws {
+        let integrity = try Self.integrity("k1:\(Self.hexSecret)\n")
+        let doc = Self.bytes("{}")
+        let sidecar = String(decoding: try #require(integrity.sidecar(for: doc, at: Self.place)), as: UTF8.self)
+        let line = try #require(sidecar.split(separator: "\n").last)
+        let fields = line.split(separator: " ")
+        for tolerated in [
+            "\n\nmockcloud-hmac-sha256 1\n\n\(line)\n\n",
+            "mockcloud-hmac-sha256 1\n  \(fields[0])   \(fields[1])  ",
+            "mockcloud-hmac-sha256 1\nk0 \(String(repeating: "0", count: 64))\n\(line)",
+        ] {
+            #expect(integrity.verdict(for: doc, sidecar: Self.bytes(tolerated), at: Self.place) == .signed(keyID: "k1"),
+                    "\(tolerated)")
+        }
+        for (malformed, reason) in [
+            ("mockcloud-hmac-sha256 1\n\(line) extra", "sidecar line is malformed"),
+            ("mockcloud-hmac-sha256 1\n\(fields[0])", "sidecar line is malformed"),
+            ("mockcloud-hmac-sha256 1\nk1 zz", "sidecar line is malformed"),
+            ("mockcloud-hmac-sha256 2\n\(line)", "sidecar is not a mockcloud MAC file"),
+            ("", "sidecar is not a mockcloud MAC file"),
+            ("mockcloud-hmac-sha256 1\nk9 \(fields[1])", "signed with key k9, which the key file no longer holds"),
+            ("mockcloud-hmac-sha256 1\n", "MAC does not match the content and place of the file"),
+        ] {
+            #expect(integrity.verdict(for: doc, sidecar: Self.bytes(malformed), at: Self.place) == .invalid(reason: reason),
+                    "\(malformed)")
+        }
+    }
+
     @Test func rotationKeepsOldDocumentsValidUntilTheOldKeyIsDropped() throws {
         let old = try Self.integrity("k1:\(Self.hexSecret)\n")
         let doc = Self.bytes("{}")

@@ -24,7 +24,7 @@ package enum AccessError: HTTPResponseError, Equatable {
 /// `mockcloud-admin token`. The tokens themselves are never stored. A
 /// presented token is hashed and compared with every stored hash in
 /// constant time (`CRYPTO_memcmp`), and never logged.
-package struct AccessTokens: Sendable {
+package final class AccessTokens: Sendable {
     /// The stored hashes; empty means "no token can pass".
     let hashes: [[UInt8]]
 
@@ -44,10 +44,12 @@ package struct AccessTokens: Sendable {
     /// Parses a token file; `path` is only for error messages.
     package static func parse(_ text: [UInt8], path: String) throws -> AccessTokens {
         var hashes: [[UInt8]] = []
-        for (number, line) in PrivateFile.lines(text) {
-            let fields = line.split(separator: 0x20, maxSplits: 1)
-            guard let first = fields.first, first.starts(with: Array("sha256:".utf8)),
-                let hash = ASCII.decodeHex(first.dropFirst(7)), hash.count == HMACSHA256.macLength
+        let prefix = Array("sha256:".utf8)
+        try PrivateFile.forEachLine(text) { number, line in
+            var fields = ByteFields(text, line, separator: 0x20)
+            guard let first = fields.next(), text[first].starts(with: prefix),
+                let hash = ASCII.decodeHex(text[(first.lowerBound + prefix.count)..<first.upperBound]),
+                hash.count == HMACSHA256.macLength
             else {
                 throw KeyFileError.malformed(path: path, line: number, reason: "expected sha256:<64 hex digits> [label]", what: "token file")
             }

@@ -16,7 +16,12 @@ package final class HMACSHA256: @unchecked Sendable {
 
     /// - Parameter key: the secret; a key longer than a block is hashed first.
     package init(key: [UInt8]) {
-        var block = key.count > Self.blockSize ? Self.sha256([key]) : key
+        var block = key
+        if key.count > Self.blockSize {
+            var stream = SHA256Stream()
+            stream.update(key)
+            block = stream.finish()
+        }
         block.append(contentsOf: repeatElement(0, count: Self.blockSize - block.count))
         innerPad = block.map { $0 ^ 0x36 }
         outerPad = block.map { $0 ^ 0x5c }
@@ -28,17 +33,36 @@ package final class HMACSHA256: @unchecked Sendable {
         Self.wipe(&outerPad)
     }
 
-    /// The MAC of the concatenation of `parts`.
-    package func authenticationCode(for parts: [[UInt8]]) -> [UInt8] {
-        let inner = Self.sha256([innerPad] + parts)
-        return Self.sha256([outerPad, inner])
+    /// The MAC of the message `write` feeds to the stream.
+    package func authenticationCode(_ write: (inout SHA256Stream) -> Void) -> [UInt8] {
+        var inner = SHA256Stream()
+        inner.update(innerPad)
+        write(&inner)
+        var outer = SHA256Stream()
+        outer.update(outerPad)
+        outer.update(inner.finish())
+        return outer.finish()
     }
 
-    /// True when `mac` is the MAC of `parts`: the length is checked first,
-    /// then the bytes are compared in constant time (`CRYPTO_memcmp`).
-    package func isValid(mac: [UInt8], for parts: [[UInt8]]) -> Bool {
+    /// The MAC of the concatenation of `parts`.
+    package func authenticationCode(for parts: [[UInt8]]) -> [UInt8] {
+        authenticationCode { stream in
+            for part in parts { stream.update(part) }
+        }
+    }
+
+    /// True when `mac` is the MAC of the message `write` feeds: the length is
+    /// checked first, then the bytes are compared in constant time.
+    package func isValid(mac: [UInt8], _ write: (inout SHA256Stream) -> Void) -> Bool {
         guard mac.count == Self.macLength else { return false }
-        return Self.constantTimeEqual(authenticationCode(for: parts), mac)
+        return Self.constantTimeEqual(authenticationCode(write), mac)
+    }
+
+    /// True when `mac` is the MAC of the concatenation of `parts`.
+    package func isValid(mac: [UInt8], for parts: [[UInt8]]) -> Bool {
+        isValid(mac: mac) { stream in
+            for part in parts { stream.update(part) }
+        }
     }
 
     /// Equal lengths and equal bytes, compared in time that does not depend
@@ -50,30 +74,11 @@ package final class HMACSHA256: @unchecked Sendable {
         }
     }
 
-    /// Inputs from this size on are worth libcrypto's CPU probe (SHA-NI or
-    /// AVX2 code instead of the baseline); smaller ones skip it, see
-    /// Sources/CStartup/startup.c.
-    static let probeThreshold = 64 * 1024
-
     /// SHA-256 of the concatenation of `parts`.
     package static func sha256(_ parts: [[UInt8]]) -> [UInt8] {
-        if parts.reduce(0, { $0 + $1.count }) >= probeThreshold {
-            mockcloud_probe_cpu_for_crypto()
-        }
-        var context = SHA256_CTX()
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        // These calls fail only on a null context, which cannot happen here.
-        precondition(SHA256_Init(&context) == 1, "SHA256_Init failed")
-        for part in parts {
-            part.withUnsafeBytes { raw in
-                precondition(SHA256_Update(&context, raw.baseAddress, raw.count) == 1, "SHA256_Update failed")
-            }
-        }
-        digest.withUnsafeMutableBufferPointer { out in
-            precondition(SHA256_Final(out.baseAddress, &context) == 1, "SHA256_Final failed")
-        }
-        withUnsafeMutableBytes(of: &context) { OPENSSL_cleanse($0.baseAddress, $0.count) }
-        return digest
+        var stream = SHA256Stream()
+        for part in parts { stream.update(part) }
+        return stream.finish()
     }
 
     /// Overwrites key material with zeros in a way the optimiser keeps.
@@ -81,5 +86,45 @@ package final class HMACSHA256: @unchecked Sendable {
         bytes.withUnsafeMutableBytes { raw in
             if let base = raw.baseAddress { OPENSSL_cleanse(base, raw.count) }
         }
+    }
+}
+
+/// SHA-256 fed piece by piece (libcrypto's `SHA256_Init/Update/Final`), so
+/// that a message made of several parts is hashed without joining them.
+package struct SHA256Stream {
+    private var context = SHA256_CTX()
+
+    /// Inputs from this size on are worth libcrypto's CPU probe (SHA-NI or
+    /// AVX2 code instead of the baseline); smaller ones skip it, see
+    /// Sources/CStartup/startup.c.
+    static let probeThreshold = 64 * 1024
+
+    package init() {
+        // These calls fail only on a null context, which cannot happen here.
+        precondition(SHA256_Init(&context) == 1, "SHA256_Init failed")
+    }
+
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        if bytes.count >= Self.probeThreshold { mockcloud_probe_cpu_for_crypto() }
+        precondition(SHA256_Update(&context, bytes.baseAddress, bytes.count) == 1, "SHA256_Update failed")
+    }
+
+    package mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    package mutating func update(_ text: String) {
+        var text = text
+        text.withUTF8 { update(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The digest; the context is wiped.
+    package mutating func finish() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        digest.withUnsafeMutableBufferPointer { out in
+            precondition(SHA256_Final(out.baseAddress, &context) == 1, "SHA256_Final failed")
+        }
+        withUnsafeMutableBytes(of: &context) { OPENSSL_cleanse($0.baseAddress, $0.count) }
+        return digest
     }
 }

@@ -71,11 +71,20 @@ package struct Integrity: Sendable {
     }
 
     static let header = Array("mockcloud-hmac-sha256 1".utf8)
-    private static let separator: [UInt8] = [0]
 
-    private func parts(_ bytes: [UInt8], _ place: DocumentPlace) -> [[UInt8]] {
-        [Self.header, Self.separator, Array(place.route.utf8), Self.separator, Array(place.key.rawValue.utf8),
-         Self.separator, Array(place.id.utf8), Self.separator, bytes]
+    /// The MAC's message: the header, the route, the user key, the id and
+    /// the bytes, separated by NUL bytes.
+    private func feed(_ stream: inout SHA256Stream, _ bytes: [UInt8], _ place: DocumentPlace) {
+        let separator: [UInt8] = [0]
+        stream.update(Self.header)
+        stream.update(separator)
+        stream.update(place.route)
+        stream.update(separator)
+        stream.update(place.key.rawValue)
+        stream.update(separator)
+        stream.update(place.id)
+        stream.update(separator)
+        stream.update(bytes)
     }
 
     /// The sidecar for `bytes` signed with the current key, plus a line for
@@ -84,7 +93,7 @@ package struct Integrity: Sendable {
         guard let key = keys?.current else { return nil }
         var text = Self.header + [0x0A]
         for document in [bytes] + alsoValid {
-            let mac = key.hmac.authenticationCode(for: parts(document, place))
+            let mac = key.hmac.authenticationCode { feed(&$0, document, place) }
             text += Array("\(key.id) \(ASCII.hex(mac))\n".utf8)
         }
         return text
@@ -101,24 +110,30 @@ package struct Integrity: Sendable {
     package func verdict(for bytes: [UInt8], sidecar: [UInt8]?, at place: DocumentPlace) -> Verdict {
         guard let keys else { return .unsigned }
         guard let sidecar else { return .unsigned }
-        let lines = sidecar.split(separator: 0x0A)
-        guard let first = lines.first, Array(first) == Self.header else {
+        // Blank lines are skipped; the first line is the header, each other
+        // one `<key-id> <64 hex digits>`, fields separated by spaces.
+        var lines = ByteLines(sidecar)
+        guard let first = lines.nextNonEmpty(), sidecar[first].elementsEqual(Self.header) else {
             return .invalid(reason: "sidecar is not a mockcloud MAC file")
         }
         var unknown: [String] = []
-        for line in lines.dropFirst() {
-            let fields = line.split(separator: 0x20)
-            guard fields.count == 2, let mac = ASCII.decodeHex(fields[1]) else {
+        var macLines = 0
+        while let line = lines.nextNonEmpty() {
+            macLines += 1
+            var fields = ByteFields(sidecar, line, separator: 0x20)
+            guard let idField = fields.next(), let macField = fields.next(), fields.next() == nil,
+                let mac = ASCII.decodeHex(sidecar[macField])
+            else {
                 return .invalid(reason: "sidecar line is malformed")
             }
-            let id = String(decoding: fields[0], as: UTF8.self)
+            let id = String(decoding: sidecar[idField], as: UTF8.self)
             guard let key = keys.key(id: id) else {
                 unknown.append(id)
                 continue
             }
-            if key.hmac.isValid(mac: mac, for: parts(bytes, place)) { return .signed(keyID: id) }
+            if key.hmac.isValid(mac: mac, { feed(&$0, bytes, place) }) { return .signed(keyID: id) }
         }
-        if !unknown.isEmpty, unknown.count == lines.count - 1 {
+        if !unknown.isEmpty, unknown.count == macLines {
             return .invalid(reason: "signed with key \(unknown.joined(separator: ", ")), which the key file no longer holds")
         }
         return .invalid(reason: "MAC does not match the content and place of the file")

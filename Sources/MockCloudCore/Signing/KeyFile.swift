@@ -52,18 +52,20 @@ package enum PrivateFile {
         }
     }
 
-    /// The meaningful lines with their 1-based numbers: trimmed, without
-    /// blank lines and `#` comments.
-    package static func lines(_ text: [UInt8]) -> [(Int, ArraySlice<UInt8>)] {
-        var out: [(Int, ArraySlice<UInt8>)] = []
-        for (number, rawLine) in text.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
-            var line = rawLine
-            while let last = line.last, last == 0x0D || last == 0x20 || last == 0x09 { line.removeLast() }
-            while let first = line.first, first == 0x20 || first == 0x09 { line.removeFirst() }
-            if line.isEmpty || line.first == UInt8(ascii: "#") { continue }
-            out.append((number + 1, line))
+    /// Calls `body` with each meaningful line's 1-based number and range in
+    /// `text`: trimmed, without blank lines and `#` comments.
+    package static func forEachLine(_ text: [UInt8], _ body: (Int, Range<Int>) throws -> Void) rethrows {
+        var lines = ByteLines(text)
+        while var line = lines.next() {
+            while let last = line.last, text[last] == 0x0D || text[last] == 0x20 || text[last] == 0x09 {
+                line = line.lowerBound..<last
+            }
+            while let first = line.first, text[first] == 0x20 || text[first] == 0x09 {
+                line = (first + 1)..<line.upperBound
+            }
+            if line.isEmpty || text[line.lowerBound] == UInt8(ascii: "#") { continue }
+            try body(lines.number, line)
         }
-        return out
     }
 }
 
@@ -78,20 +80,25 @@ package struct SigningKeys: Sendable {
         package let hmac: HMACSHA256
     }
 
-    /// The signing key first, then the older ones.
-    package let keys: [Key]
+    /// The key new documents are signed with.
+    package let current: Key
+    /// The keys that only verify, in the file's order; usually none, and an
+    /// empty array costs a CGI process nothing at start.
+    package let older: [Key]
 
     /// The shortest secret accepted, in bytes.
     package static let minimumSecretLength = 32
 
-    /// The key new documents are signed with.
-    package var current: Key { keys[0] }
+    /// The signing key first, then the older ones.
+    package var keys: [Key] { [current] + older }
 
-    package func key(id: String) -> Key? { keys.first { $0.id == id } }
+    package func key(id: String) -> Key? {
+        current.id == id ? current : older.first { $0.id == id }
+    }
 
-    package init(keys: [Key]) {
-        precondition(!keys.isEmpty)
-        self.keys = keys
+    package init(current: Key, older: [Key] = []) {
+        self.current = current
+        self.older = older
     }
 
     /// Loads and checks a key file: mode 0600 or stricter, well formed.
@@ -103,20 +110,22 @@ package struct SigningKeys: Sendable {
 
     /// Parses key file text; `path` is only for the error messages.
     package static func parse(_ text: [UInt8], path: String) throws -> SigningKeys {
-        var keys: [Key] = []
-        for (lineNumber, line) in PrivateFile.lines(text) {
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+        var current: Key?
+        var older: [Key] = []
+        try PrivateFile.forEachLine(text) { lineNumber, line in
+            guard let colon = text[line].firstIndex(of: UInt8(ascii: ":")) else {
                 throw KeyFileError.malformed(path: path, line: lineNumber, reason: "expected key-id:secret")
             }
-            let id = String(decoding: line[..<colon], as: UTF8.self)
+            let id = String(decoding: text[line.lowerBound..<colon], as: UTF8.self)
             guard Identifier.matches(id, maxLength: 64, extra: Array("._-".utf8)) else {
                 throw KeyFileError.malformed(
                     path: path, line: lineNumber, reason: "key id must be 1-64 letters, digits, '.', '_' or '-'")
             }
-            if keys.contains(where: { $0.id == id }) {
+            if current?.id == id || older.contains(where: { $0.id == id }) {
                 throw KeyFileError.malformed(path: path, line: lineNumber, reason: "key id \(id) appears twice")
             }
-            let encoded = Array(line[line.index(after: colon)...])
+            var encoded = Array(text[(colon + 1)..<line.upperBound])
+            defer { HMACSHA256.wipe(&encoded) }
             guard var secret = Self.decodeSecret(encoded) else {
                 throw KeyFileError.malformed(
                     path: path, line: lineNumber, reason: "secret of key \(id) is neither hex nor base64")
@@ -127,10 +136,11 @@ package struct SigningKeys: Sendable {
                     path: path, line: lineNumber,
                     reason: "secret of key \(id) is \(secret.count) bytes; at least \(minimumSecretLength) are needed")
             }
-            keys.append(Key(id: id, hmac: HMACSHA256(key: secret)))
+            let key = Key(id: id, hmac: HMACSHA256(key: secret))
+            if current == nil { current = key } else { older.append(key) }
         }
-        guard !keys.isEmpty else { throw KeyFileError.noKeys(path: path) }
-        return SigningKeys(keys: keys)
+        guard let current else { throw KeyFileError.noKeys(path: path) }
+        return SigningKeys(current: current, older: older)
     }
 
     /// Hex when every character is a hex digit (and the count is even), else base64.
