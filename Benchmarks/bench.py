@@ -35,6 +35,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import socket
 import ssl
 import subprocess
@@ -315,7 +316,7 @@ def wrk(port, path, mode, key, prefix, seconds, threads, connections, raw_log):
 # ---------------------------------------------------------------- hyperfine
 
 def hyperfine(name, program, env, warmup, runs, work):
-    """Mean and median seconds of `program` started with `env` (hyperfine -N)."""
+    """Every run's seconds of `program` started with `env` (hyperfine -N)."""
     export = os.path.join(work, "hyperfine-" + name.replace(" ", "_").replace("/", "_") + ".json")
     full_env = dict(env, PATH=os.environ.get("PATH", "/usr/bin:/bin"))
     result = subprocess.run(
@@ -325,8 +326,21 @@ def hyperfine(name, program, env, warmup, runs, work):
     if result.returncode != 0:
         die(f"hyperfine failed for {name}:\n{result.stdout}")
     with open(export) as f:
-        r = json.load(f)["results"][0]
-    return {"mean": r["mean"], "median": r["median"], "stddev": r["stddev"], "min": r["min"]}
+        return json.load(f)["results"][0]["times"]
+
+
+def interleaved_starts(items, warmup, runs, rounds, work):
+    """hyperfine on each (key, program, env) in `rounds` interleaved rounds
+    of runs/rounds starts, so that a slow spell of the shared machine hits
+    every program alike; the statistics are over all the runs."""
+    times = collections.defaultdict(list)
+    per_round = max(1, runs // rounds)
+    for _ in range(rounds):
+        for key, program, env in items:
+            times[key] += hyperfine(" ".join(map(str, key)), program, env, max(1, warmup // rounds), per_round, work)
+    return {key: {"mean": statistics.mean(t), "median": statistics.median(t),
+                  "stddev": statistics.stdev(t) if len(t) > 1 else 0.0, "min": min(t)}
+            for key, t in times.items()}
 
 
 # ---------------------------------------------------------------- formatting
@@ -514,10 +528,12 @@ def main():
         status, body = run_cgi(program, env)
         if status != 200:
             die(f"{name} {request} answered {status}: {body[:200]!r}")
-    start_results = [(name, request, hyperfine(f"{name} {request}", program, env, args.warmup, args.runs, work))
-                     for name, request, program, env in starts]
-    feed_results = {(name, count): hyperfine(f"{name} feed {count}", program, env, args.warmup, args.runs, work)
-                    for name, count, program, env in feeds}
+    measured = interleaved_starts(
+        [((name, request), program, env) for name, request, program, env in starts]
+        + [((name, count), program, env) for name, count, program, env in feeds],
+        args.warmup, args.runs, args.rounds, work)
+    start_results = [(name, request, measured[name, request]) for name, request, _, _ in starts]
+    feed_results = {(name, count): measured[name, count] for name, count, _, _ in feeds}
 
     # What each request costs the process (faults, CPU, system calls). The
     # writes go to a scratch copy of the keys so the measured data stays put.
@@ -607,8 +623,8 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
             verdicts.append(f"{label}: {ours_rps / peer_rps:.2f}× the Python peer (target ≥ {want}×) {verdict(ours_rps / peer_rps >= want)}")
     out.append(table(["route", "server", "req/s", "req/s by round", "p50", "p99", "× C floor", "× peer", "errors"], rows))
 
-    out += ["", f"**Process start** (hyperfine -N --warmup {args.warmup} --runs {args.runs}, the CGI request in "
-            "hyperfine's environment, no nginx):", ""]
+    out += ["", f"**Process start** (hyperfine -N, {args.runs} runs of each program in {args.rounds} interleaved "
+            f"rounds after {args.warmup} warm-up runs, the CGI request in hyperfine's environment, no nginx):", ""]
     rows = []
     c_by_request = {}
     for name, request, r in start_results:

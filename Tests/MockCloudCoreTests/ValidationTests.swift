@@ -109,3 +109,33 @@ import Testing
         #expect(before > 1_767_225_600_000_000 && before < 4_102_444_800_000_000)
     }
 }
+
+@Suite struct ByteFormattingTests {
+    @Test(arguments: [0, 7, 10, 99, 100, 413, -1, -507, Int.max, Int.min])
+    func decimalDigitsAreThoseOfTheStandardLibrary(value: Int) {
+        var out: [UInt8] = Array("x".utf8)
+        ASCII.appendDecimal(value, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x\(value)")
+    }
+
+    @Test func hexIsLowercaseTwoDigitsPerByte() {
+        #expect(ASCII.hex([]) == "")
+        #expect(ASCII.hex([0x00, 0x0f, 0xa0, 0xff, 0x5c]) == "000fa0ff5c")
+    }
+
+    /// The ETag is FNV-1a 64 as 16 zero-padded hex digits in quotes; some of
+    /// these inputs hash to values with leading zero digits.
+    @Test func entityTagsAreSixteenZeroPaddedHexDigits() {
+        var sawLeadingZero = false
+        for n in 0..<2000 {
+            let bytes = Array("{\"n\": \(n)}".utf8)
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            let digits = String(hash, radix: 16)
+            sawLeadingZero = sawLeadingZero || digits.count < 16
+            #expect(EntityTag.of(bytes) == "\"" + String(repeating: "0", count: 16 - digits.count) + digits + "\"")
+        }
+        #expect(sawLeadingZero)
+        #expect(EntityTag.of([]) == "\"cbf29ce484222325\"")
+    }
+}

@@ -50,15 +50,23 @@ package struct CGIRequest: Sendable {
 
     /// `X-User-Key` → `HTTP_X_USER_KEY`.
     static func metaVariable(forHeader name: String) -> String {
-        var out = "HTTP_"
-        for scalar in name.unicodeScalars {
-            switch scalar {
-            case "-": out.append("_")
-            case "a"..."z": out.unicodeScalars.append(Unicode.Scalar(scalar.value - 32)!)
-            default: out.unicodeScalars.append(scalar)
+        let prefix = "HTTP_"
+        return String(unsafeUninitializedCapacity: prefix.utf8.count + name.utf8.count) { out in
+            var count = 0
+            for byte in prefix.utf8 {
+                out[count] = byte
+                count += 1
             }
+            for byte in name.utf8 {
+                switch byte {
+                case UInt8(ascii: "-"): out[count] = UInt8(ascii: "_")
+                case UInt8(ascii: "a")...UInt8(ascii: "z"): out[count] = byte - 0x20
+                default: out[count] = byte
+                }
+                count += 1
+            }
+            return count
         }
-        return out
     }
 
     /// The `X-User-Key`, checked against the allow-list before it touches any path.

@@ -45,13 +45,28 @@ package struct CGIResponse: Sendable, Equatable {
 
     /// The bytes a CGI program prints; without the body for HEAD.
     package func serialized(includingBody: Bool) -> [UInt8] {
-        var text = "Status: \(status) \(CGIResponse.reason(for: status))\r\n"
         let hasBody = status != 204 && status != 304
-        if hasBody { text += "Content-Type: application/json\r\n" }
-        for header in headers { text += "\(header.name): \(header.value)\r\n" }
-        if hasBody { text += "Content-Length: \(body.count)\r\n" }
-        text += "\r\n"
-        var out = Array(text.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(256 + (hasBody && includingBody ? body.count : 0))
+        func line(_ name: String, _ value: String) {
+            out.append(contentsOf: name.utf8)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: value.utf8)
+            out.append(contentsOf: "\r\n".utf8)
+        }
+        out.append(contentsOf: "Status: ".utf8)
+        ASCII.appendDecimal(status, to: &out)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: CGIResponse.reason(for: status).utf8)
+        out.append(contentsOf: "\r\n".utf8)
+        if hasBody { line("Content-Type", "application/json") }
+        for header in headers { line(header.name, header.value) }
+        if hasBody {
+            out.append(contentsOf: "Content-Length: ".utf8)
+            ASCII.appendDecimal(body.count, to: &out)
+            out.append(contentsOf: "\r\n".utf8)
+        }
+        out.append(contentsOf: "\r\n".utf8)
         if hasBody && includingBody { out.append(contentsOf: body) }
         return out
     }

@@ -8,8 +8,14 @@ package enum EntityTag {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
-        let hex = String(hash, radix: 16)
-        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+        return String(unsafeUninitializedCapacity: 18) { out in
+            out[0] = UInt8(ascii: "\"")
+            for i in 0..<16 {
+                out[1 + i] = ASCII.hexDigit(UInt8(truncatingIfNeeded: hash >> UInt64(60 - 4 * i)) & 0xF)
+            }
+            out[17] = UInt8(ascii: "\"")
+            return 18
+        }
     }
 
     /// One member of an `If-Match` / `If-None-Match` list.

@@ -16,17 +16,33 @@ package enum ASCII {
         }
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    /// The lowercase hex digit of a value 0...15.
+    @inline(__always)
+    package static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
+    }
 
     /// Lowercase hex of `bytes`.
     package static func hex(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0xF)])
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (i, byte) in bytes.enumerated() {
+                out[2 * i] = hexDigit(byte >> 4)
+                out[2 * i + 1] = hexDigit(byte & 0xF)
+            }
+            return bytes.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the decimal digits of `value`, with a minus sign when negative.
+    package static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let start = out.count
+        repeat {
+            out.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        out[start...].reverse()
     }
 
     /// The bytes of an even-length hex text; `nil` when it is not one.
