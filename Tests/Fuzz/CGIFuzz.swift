@@ -121,7 +121,7 @@ private func touchRequestFields(_ request: CGIRequest) {
         _ = request.header(name)
     }
     if let query = QueryString(request.query) {
-        _ = query.pairs.count
+        require(query.names.count == query.values.count, "query names and values differ in number")
         if let text = query["anchor"], let anchor = Anchor(text) {
             require(Anchor(anchor.description) == anchor, "anchor \(show(text)) does not round-trip")
         }

@@ -19,7 +19,7 @@ public func fuzzSigningKeys(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         require(!ids.isEmpty, "no keys but no error")
         require(Set(ids).count == ids.count, "duplicate key ids \(ids)")
         for id in ids {
-            require(Identifier.matches(id, maxLength: 64, extra: Array("._-".utf8)), "key id \(show(id))")
+            require(Identifier.matches(id, maxLength: 64, extra: "._-"), "key id \(show(id))")
             require(keys.key(id: id) != nil, "key \(show(id)) cannot be found by id")
         }
         let mac = keys.current.hmac.authenticationCode(for: [bytes])

@@ -19,7 +19,7 @@ mkdir -p "$lib"
 
 # -g: file:line in stack traces; the toolchain's lld: gold warns about ASan symbols.
 flags=(-O -g -sanitize=fuzzer,address -swift-version 6 -package-name MockCloud
-    -parse-as-library -use-ld=lld -I "$sources/COpenSSL")
+    -parse-as-library -use-ld=lld -I "$sources/COpenSSL" -I "$sources/CStartup/include")
 
 newer_than() { # newer_than FILE PATH... : true when FILE is missing or older than any PATH
     [[ ! -e "$1" ]] && return 0
@@ -27,9 +27,11 @@ newer_than() { # newer_than FILE PATH... : true when FILE is missing or older th
     [[ -n "$(find "$@" -newer "$target" -print -quit)" ]]
 }
 
-if newer_than "$lib/libMockCloudCore.a" "$sources/MockCloudCore" "$sources/COpenSSL" Tests/Fuzz/build.sh; then
+if newer_than "$lib/libMockCloudCore.a" "$sources/MockCloudCore" "$sources/COpenSSL" "$sources/CStartup" \
+    Tests/Fuzz/build.sh; then
     echo "fuzz: building MockCloudCore (ASan + coverage) from $sources"
-    rm -f "$lib/libMockCloudCore.a"
+    rm -f "$lib/libMockCloudCore.a" "$lib/CStartup.o"
+    clang -O2 -g -c -I "$sources/CStartup/include" "$sources/CStartup/startup.c" -o "$lib/CStartup.o"
     swiftc "${flags[@]}" -enable-testing -module-name MockCloudCore \
         -emit-module -emit-module-path "$lib/MockCloudCore.swiftmodule" \
         -emit-library -static -o "$lib/libMockCloudCore.a" \
@@ -44,7 +46,7 @@ for target in "${targets[@]}"; do
     if newer_than "$out/$target" "$lib/libMockCloudCore.a" Tests/Fuzz/FuzzSupport.swift "Tests/Fuzz/$file"; then
         echo "fuzz: building $target"
         swiftc "${flags[@]}" -module-name "$(basename "$file" .swift)" -I "$lib" \
-            Tests/Fuzz/FuzzSupport.swift "Tests/Fuzz/$file" "$lib/libMockCloudCore.a" -lcrypto \
+            Tests/Fuzz/FuzzSupport.swift "Tests/Fuzz/$file" "$lib/libMockCloudCore.a" "$lib/CStartup.o" -lcrypto \
             -o "$out/$target" 2> "$lib/$target.log" \
             || { cat "$lib/$target.log" >&2; exit 1; }
     fi

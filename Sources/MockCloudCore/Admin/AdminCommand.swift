@@ -73,7 +73,7 @@ package struct AdminCommand {
     /// Appends a new token's hash to the token file (created 0600) and
     /// prints the token, the only time it is ever shown.
     private static func token(file: String, label: String) -> Result {
-        guard label.isEmpty || Identifier.matches(label, maxLength: 64, extra: Array("._-".utf8)) else {
+        guard label.isEmpty || Identifier.matches(label, maxLength: 64, extra: "._-") else {
             return Result(errors: ["mockcloud-admin: a label is 1-64 letters, digits, '.', '_' or '-'"], status: 2)
         }
         do {

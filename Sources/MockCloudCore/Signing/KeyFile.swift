@@ -117,7 +117,7 @@ package struct SigningKeys: Sendable {
                 throw KeyFileError.malformed(path: path, line: lineNumber, reason: "expected key-id:secret")
             }
             let id = String(decoding: text[line.lowerBound..<colon], as: UTF8.self)
-            guard Identifier.matches(id, maxLength: 64, extra: Array("._-".utf8)) else {
+            guard Identifier.matches(id, maxLength: 64, extra: "._-") else {
                 throw KeyFileError.malformed(
                     path: path, line: lineNumber, reason: "key id must be 1-64 letters, digits, '.', '_' or '-'")
             }

@@ -302,8 +302,11 @@ package struct InboxStore: Sendable {
         // Superseded records and the reader's own echoes fill no slot but the
         // anchor moves past them; the scan goes on until one more entry than
         // the page holds is seen, so that hasMore is exact.
+        // Records are read a page and one at a time (a full page of live
+        // messages needs no more); superseded ones make the loop read on.
+        let chunk = min(64, limit + 1)
         while index < log.count {
-            for record in try log.records(from: index, count: 64) {
+            for record in try log.records(from: index, count: chunk) {
                 if let state = try load(record.id), state.seq == record.seq,
                     state.isTombstone || excluded == nil || state.source != excluded
                 {

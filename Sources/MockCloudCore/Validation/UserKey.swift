@@ -2,11 +2,12 @@
 package enum Identifier {
     /// `^[A-Za-z0-9_-]{1,128}$`: the `X-User-Key` and `X-Device-Id` shape.
     package static func isValidUserKey(_ text: String) -> Bool {
-        matches(text, maxLength: 128, extra: [UInt8(ascii: "_"), UInt8(ascii: "-")])
+        matches(text, maxLength: 128, extra: "_-")
     }
 
     /// True when `text` is 1...`maxLength` bytes of ASCII letters, digits and `extra`.
-    static func matches(_ text: String, maxLength: Int, extra: [UInt8]) -> Bool {
+    static func matches(_ text: String, maxLength: Int, extra: StaticString) -> Bool {
+        let extra = UnsafeBufferPointer(start: extra.utf8Start, count: extra.utf8CodeUnitCount)
         var count = 0
         for byte in text.utf8 {
             count += 1
@@ -31,7 +32,7 @@ package struct MessageID: Sendable, Hashable, CustomStringConvertible {
     package let rawValue: String
 
     package init?(_ raw: String) {
-        guard Identifier.matches(raw, maxLength: Self.maxLength, extra: Array("._:-".utf8)) else { return nil }
+        guard Identifier.matches(raw, maxLength: Self.maxLength, extra: "._:-") else { return nil }
         rawValue = raw
     }
 
