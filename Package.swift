@@ -3,18 +3,22 @@ import PackageDescription
 
 // Each CGI program is started once per request, so start-up time is the
 // service's whole cost: the programs import Glibc only and link statically.
-// Sources/CStartup/startup.c explains the two link-time replacements
-// (`--wrap`: libcrypto's load-time CPU probe) and symbol-order.txt the
-// layout (the code one request runs packed together: fewer page faults).
+// Sources/CStartup/startup.c explains the link-time replacement (`--wrap`:
+// libcrypto's load-time CPU probe), and Benchmarks/symbol-order.sh the layout
+// (what one request runs and touches packed together: fewer page faults),
+// which it computes from the link map written here.
 let startupDirectory = Context.packageDirectory + "/Sources/CStartup"
-let staticExecutable: [LinkerSetting] = [
-    .unsafeFlags([
-        "-static-executable", "-use-ld=lld",
-        "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
-        "-Xlinker", "--symbol-ordering-file=" + startupDirectory + "/symbol-order.txt",
-        "-Xlinker", "--no-warn-symbol-ordering",
-    ], .when(platforms: [.linux], configuration: .release))
-]
+func staticExecutable(_ program: String) -> [LinkerSetting] {
+    [
+        .unsafeFlags([
+            "-static-executable", "-use-ld=lld",
+            "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
+            "-Xlinker", "--symbol-ordering-file=" + startupDirectory + "/symbol-order.txt",
+            "-Xlinker", "--no-warn-symbol-ordering",
+            "-Xlinker", "-Map=" + Context.packageDirectory + "/.build/" + program + ".map",
+        ], .when(platforms: [.linux], configuration: .release))
+    ]
+}
 
 let package = Package(
     name: "MockCloud",
@@ -37,13 +41,13 @@ let package = Package(
         .executableTarget(
             name: "user-settings",
             dependencies: ["MockCloudCore"],
-            linkerSettings: staticExecutable
+            linkerSettings: staticExecutable("user-settings")
         ),
 
         .executableTarget(
             name: "inbox",
             dependencies: ["MockCloudCore"],
-            linkerSettings: staticExecutable
+            linkerSettings: staticExecutable("inbox")
         ),
 
         // The operator's tool: verify, sign and rotate a data directory.

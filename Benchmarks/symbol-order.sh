@@ -16,6 +16,7 @@ OUT="$ROOT/Sources/CStartup/symbol-order.txt"
 command -v valgrind >/dev/null || { echo "symbol-order: valgrind is missing (nginx/mockcloud-nginx.sh deps bench)" >&2; exit 1; }
 for program in user-settings inbox; do
     [[ -x "$BIN/$program" ]] || { echo "symbol-order: $BIN/$program is missing: run make install" >&2; exit 1; }
+    [[ -f "$ROOT/.build/$program.map" ]] || { echo "symbol-order: .build/$program.map is missing: run make install" >&2; exit 1; }
 done
 
 WORK="$(mktemp -d)"
@@ -60,9 +61,30 @@ for tool in callgrind lackey; do
     run $tool 10-inbox-get-signed inbox GET /inbox/m1 s1 "" "" "$SIGNED"
 done
 
-python3 - "$WORK" "$BIN" "$OUT" <<'PYTHON'
+python3 - "$WORK" "$BIN" "$OUT" "$ROOT/.build" <<'PYTHON'
 import bisect, os, re, subprocess, sys
-work, bin_dir, out = sys.argv[1:]
+work, bin_dir, out, build = sys.argv[1:]
+
+# lld places each input section where its first listed symbol is, so a
+# listed symbol inside a large section (the standard library's 1.6 MB
+# Swift.o .text holds thousands of functions) would drag all of it into
+# the hot region. Such symbols are left out; the link maps name them.
+LARGE = 64 * 1024
+in_large = set()
+for program in ("user-settings", "inbox"):
+    # Columns: VMA LMA Size Align, then the output section, an input section
+    # eight columns further in, or a symbol sixteen columns in.
+    section_size, names_at = 0, None
+    for line in open(os.path.join(build, program + ".map"), encoding="utf-8", errors="replace"):
+        if names_at is None:
+            names_at = line.index("Out")
+            continue
+        name = line[names_at:].rstrip("\n")
+        indent = len(name) - len(name.lstrip(" "))
+        if indent == 8:  # an input section
+            section_size = int(line.split()[2], 16)
+        elif indent == 16 and section_size > LARGE:  # a symbol in it
+            in_large.add(name.strip())
 
 # Functions in the order the profiles first name them; callgrind names a
 # function once as "fn=(id) name" and by "(id)" after that.
@@ -100,8 +122,10 @@ for program in ("user-settings", "inbox"):
                 seen.add(symbols[i][2])
                 variables.append(symbols[i][2])
 
+listed = [name for name in functions + variables if name not in in_large]
 with open(out, "w") as f:
-    f.write("\n".join(functions + variables) + "\n")
+    f.write("\n".join(listed) + "\n")
 print(f"symbol-order: {len(functions)} functions and {len(variables)} variables from "
-      f"{len(os.listdir(os.path.join(work, 'callgrind')))} requests -> {out}")
+      f"{len(os.listdir(os.path.join(work, 'callgrind')))} requests, {len(functions) + len(variables) - len(listed)} "
+      f"of them in sections over {LARGE // 1024} KiB left out -> {out}")
 PYTHON
