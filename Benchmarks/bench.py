@@ -335,8 +335,9 @@ def interleaved_starts(items, warmup, runs, rounds, work):
     every program alike; the statistics are over all the runs."""
     times = collections.defaultdict(list)
     per_round = max(1, runs // rounds)
-    for _ in range(rounds):
-        for key, program, env in items:
+    for round_ in range(rounds):
+        turn = round_ % len(items)
+        for key, program, env in items[turn:] + items[:turn]:
             times[key] += hyperfine(" ".join(map(str, key)), program, env, max(1, warmup // rounds), per_round, work)
     return {key: {"mean": statistics.mean(t), "median": statistics.median(t),
                   "stddev": statistics.stdev(t) if len(t) > 1 else 0.0, "min": min(t)}
@@ -487,7 +488,11 @@ def main():
         for server in contenders:  # warm-up, not counted
             wrk(server.port, path, mode, key, "warm", 1, args.threads, args.connections, raw)
         for round_ in range(1, args.rounds + 1):
-            for server in contenders:
+            # The order turns each round: a run straight after another
+            # server's run measured a few per cent slower here, and always
+            # going first would put that on one server.
+            turn = (round_ - 1) % len(contenders)
+            for server in contenders[turn:] + contenders[:turn]:
                 report = wrk(server.port, path, mode, key, f"r{round_}", args.seconds, args.threads,
                              args.connections, raw)
                 series[label, server.name].add(report)
@@ -599,7 +604,7 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
         f"load average {' '.join(load_before)} before, {' '.join(load_after)} after; {elapsed:.0f} s in all.",
         "",
         f"**Through nginx + TLS** (wrk -t{args.threads} -c{args.connections}, keep-alive; {args.rounds} interleaved "
-        f"rounds of {args.seconds} s per route and server, after a 1 s warm-up; p50/p99 from the merged latency "
+        f"rounds of {args.seconds} s per route and server, the order turning each round, after a 1 s warm-up; p50/p99 from the merged latency "
         "histograms). *C floor*: `Benchmarks/floor.c`, the same file work in static C behind the same nginx and "
         "fcgiwrap; *peer*: the Python mock cloud over TLS.",
         "",
@@ -617,7 +622,11 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
                          s.errors or ""])
         ours_rps = series[label, "ours"].rps
         want = TARGET_GET_FLOOR if method == "GET" else TARGET_PUT_FLOOR
-        verdicts.append(f"{label}: {ours_rps / floor_rps:.2f}× the C floor (target ≥ {want}×) {verdict(ours_rps / floor_rps >= want)}")
+        # Issue 6 sets its throughput targets for /user/settings; the inbox
+        # routes are held to the same ratios as a goal of ours.
+        kind = "target" if label.endswith("/user/settings") else "goal, not one of issue 6's targets:"
+        verdicts.append(f"{label}: {ours_rps / floor_rps:.2f}× the C floor ({kind} ≥ {want}×) "
+                        f"{verdict(ours_rps / floor_rps >= want)}")
         if peer_rps:
             want = TARGET_GET_PEER if method == "GET" else TARGET_PUT_PEER
             verdicts.append(f"{label}: {ours_rps / peer_rps:.2f}× the Python peer (target ≥ {want}×) {verdict(ours_rps / peer_rps >= want)}")
