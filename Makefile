@@ -18,8 +18,11 @@ test: deps install
 deps:
 	@nginx/mockcloud-nginx.sh deps
 
-## One release build of every program.
+## One release build of every program. Sources/CStartup/symbol-order.txt is
+## not an input SwiftPM tracks: programs older than it are relinked.
 build:
+	@for p in user-settings inbox; do \
+	    [[ .build/release/$$p -nt Sources/CStartup/symbol-order.txt ]] || rm -f .build/release/$$p; done
 	$(SWIFT) build -c release
 
 ## The built programs, copied into cgi-bin/.

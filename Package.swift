@@ -3,22 +3,23 @@ import PackageDescription
 
 // Each CGI program is started once per request, so start-up time is the
 // service's whole cost: the programs import Glibc only and link statically.
-// Sources/CStartup/startup.c explains the link-time replacement (`--wrap`:
-// libcrypto's load-time CPU probe), and Benchmarks/symbol-order.sh the layout
-// (what one request runs and touches packed together: fewer page faults),
-// which it computes from the link map written here.
+// Sources/CStartup/startup.c explains the `--wrap` (libcrypto's load-time CPU
+// probe), Sources/CArgv/argv.c what replaces the runtime's argv scan, and
+// Benchmarks/symbol-order.sh the layout (what one request runs and touches,
+// packed together: fewer page faults per process).
 let startupDirectory = Context.packageDirectory + "/Sources/CStartup"
-func staticExecutable(_ program: String) -> [LinkerSetting] {
-    [
-        .unsafeFlags([
-            "-static-executable", "-use-ld=lld",
-            "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
-            "-Xlinker", "--symbol-ordering-file=" + startupDirectory + "/symbol-order.txt",
-            "-Xlinker", "--no-warn-symbol-ordering",
-            "-Xlinker", "-Map=" + Context.packageDirectory + "/.build/" + program + ".map",
-        ], .when(platforms: [.linux], configuration: .release))
-    ]
-}
+let staticExecutable: [LinkerSetting] = [
+    .unsafeFlags([
+        "-static-executable", "-use-ld=lld",
+        "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
+        "-Xlinker", "--symbol-ordering-file=" + startupDirectory + "/symbol-order.txt",
+        "-Xlinker", "--no-warn-symbol-ordering",
+    ], .when(platforms: [.linux], configuration: .release))
+]
+
+// valgrind 3.19 (Debian 12), which Benchmarks/symbol-order.sh profiles the
+// programs with, cannot read the DWARF 5 that clang writes by default.
+let dwarf4: [CSetting] = [.unsafeFlags(["-gdwarf-4"])]
 
 let package = Package(
     name: "MockCloud",
@@ -33,21 +34,29 @@ let package = Package(
         .target(name: "MockCloudCore", dependencies: ["COpenSSL", "CStartup"]),
         // OpenSSL's libcrypto, imported by Signing/ alone.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
-        // Cheaper process start: argv without the runtime's /proc scan, and
-        // libcrypto's CPU probe on demand (see startup.c).
-        .target(name: "CStartup", exclude: ["symbol-order.txt"]),
+        // libcrypto's CPU probe on demand (see startup.c), and the release
+        // layout of the static programs (symbol-order.txt).
+        .target(name: "CStartup", exclude: ["symbol-order.txt"], cSettings: dwarf4),
+        // argv from glibc instead of the runtime's /proc scan; compiled into
+        // the static release programs only (see argv.c).
+        .target(
+            name: "CArgv",
+            cSettings: [
+                .define("MOCKCLOUD_STATIC_ARGV", .when(platforms: [.linux], configuration: .release)),
+            ] + dwarf4
+        ),
 
         // The CGI programs: a few lines each.
         .executableTarget(
             name: "user-settings",
-            dependencies: ["MockCloudCore"],
-            linkerSettings: staticExecutable("user-settings")
+            dependencies: ["MockCloudCore", "CArgv"],
+            linkerSettings: staticExecutable
         ),
 
         .executableTarget(
             name: "inbox",
-            dependencies: ["MockCloudCore"],
-            linkerSettings: staticExecutable("inbox")
+            dependencies: ["MockCloudCore", "CArgv"],
+            linkerSettings: staticExecutable
         ),
 
         // The operator's tool: verify, sign and rotate a data directory.

@@ -27,11 +27,15 @@ newer_than() { # newer_than FILE PATH... : true when FILE is missing or older th
     [[ -n "$(find "$@" -newer "$target" -print -quit)" ]]
 }
 
-if newer_than "$lib/libMockCloudCore.a" "$sources/MockCloudCore" "$sources/COpenSSL" "$sources/CStartup" \
-    Tests/Fuzz/build.sh; then
+library_inputs=("$sources/MockCloudCore" "$sources/COpenSSL" Tests/Fuzz/build.sh)
+[[ ! -d "$sources/CStartup" ]] || library_inputs+=("$sources/CStartup")
+if newer_than "$lib/libMockCloudCore.a" "${library_inputs[@]}"; then
     echo "fuzz: building MockCloudCore (ASan + coverage) from $sources"
     rm -f "$lib/libMockCloudCore.a" "$lib/CStartup.o"
-    clang -O2 -g -c -I "$sources/CStartup/include" "$sources/CStartup/startup.c" -o "$lib/CStartup.o"
+    # Sources from before CStartup existed (FUZZ_SOURCES) build without it.
+    if [[ -f "$sources/CStartup/startup.c" ]]; then
+        clang -O2 -g -c -I "$sources/CStartup/include" "$sources/CStartup/startup.c" -o "$lib/CStartup.o"
+    fi
     swiftc "${flags[@]}" -enable-testing -module-name MockCloudCore \
         -emit-module -emit-module-path "$lib/MockCloudCore.swiftmodule" \
         -emit-library -static -o "$lib/libMockCloudCore.a" \
@@ -46,7 +50,8 @@ for target in "${targets[@]}"; do
     if newer_than "$out/$target" "$lib/libMockCloudCore.a" Tests/Fuzz/FuzzSupport.swift "Tests/Fuzz/$file"; then
         echo "fuzz: building $target"
         swiftc "${flags[@]}" -module-name "$(basename "$file" .swift)" -I "$lib" \
-            Tests/Fuzz/FuzzSupport.swift "Tests/Fuzz/$file" "$lib/libMockCloudCore.a" "$lib/CStartup.o" -lcrypto \
+            Tests/Fuzz/FuzzSupport.swift "Tests/Fuzz/$file" "$lib/libMockCloudCore.a" \
+            $([[ -f "$lib/CStartup.o" ]] && echo "$lib/CStartup.o") -lcrypto \
             -o "$out/$target" 2> "$lib/$target.log" \
             || { cat "$lib/$target.log" >&2; exit 1; }
     fi

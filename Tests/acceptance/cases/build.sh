@@ -1,0 +1,23 @@
+# The installed programs as the release link made them (Package.swift): static,
+# with the start-up work of Sources/CArgv and Sources/CStartup in place. A
+# toolchain or OpenSSL update that undid one of them would otherwise only show
+# as a slower benchmark.
+
+for program in user-settings inbox; do
+    binary="$MOCKCLOUD_CGI_BIN/$program"
+
+    it "$program is a static executable: no dynamic loader, no shared libraries at start"
+    headers="$(readelf -lW "$binary" 2>&1)" || fail "readelf $binary: $headers"
+    grep -q "INTERP" <<<"$headers" && fail "$program asks for a dynamic loader: $(grep -A1 INTERP <<<"$headers")"
+    symbols="$(nm "$binary" 2>&1)" || fail "nm $binary: $symbols"
+
+    it "$program takes argv from glibc: the Swift runtime's /proc/self/maps scan is not linked"
+    grep -qi "argvGrabber" <<<"$symbols" && fail "$program links the runtime's ArgvGrabber"
+    grep -q " T _swift_stdlib_getUnsafeArgvArgc$" <<<"$symbols" ||
+        fail "$program: _swift_stdlib_getUnsafeArgvArgc is not the one from Sources/CArgv"
+
+    it "$program runs libcrypto's CPU probe only on demand, and still has it for large inputs"
+    grep -q " __wrap_OPENSSL_cpuid_setup$" <<<"$symbols" || fail "$program: OPENSSL_cpuid_setup is not wrapped"
+    grep -Eq " [tT] OPENSSL_cpuid_setup$" <<<"$symbols" ||
+        fail "$program: the real OPENSSL_cpuid_setup is not linked, large inputs would hash without SHA-NI/AVX2"
+done
