@@ -13,10 +13,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="$ROOT/cgi-bin"
 OUT="$ROOT/Sources/CStartup/symbol-order.txt"
-command -v valgrind >/dev/null || { echo "symbol-order: valgrind is missing (nginx/mockcloud-nginx.sh deps bench)" >&2; exit 1; }
+for tool in valgrind openssl nm readelf cc swiftc; do
+    command -v "$tool" >/dev/null || { echo "symbol-order: $tool is missing" >&2; exit 1; }
+done
 for program in user-settings inbox; do
     [[ -x "$BIN/$program" ]] || { echo "symbol-order: $BIN/$program is missing: run make install" >&2; exit 1; }
-    [[ -f "$ROOT/.build/$program.map" ]] || { echo "symbol-order: .build/$program.map is missing: run make install" >&2; exit 1; }
 done
 
 WORK="$(mktemp -d)"
@@ -27,7 +28,7 @@ trap 'rm -rf "$WORK"' EXIT
 # request under valgrind's TOOL, the CGI environment as nginx's snippet sets it.
 run() {
     local tool="$1" name="$2" program="$3" method="$4" uri="$5" key="$6" query="${7:-}" body="${8:-}" out
-    shift 8 2>/dev/null || shift $#
+    shift $(($# < 8 ? $# : 8))
     case "$tool" in
         callgrind) out=(--tool=callgrind --demangle=no --callgrind-out-file="$WORK/callgrind/$name") ;;
         lackey) out=(--tool=lackey --trace-mem=yes --log-file="$WORK/lackey/$name") ;;
@@ -38,7 +39,7 @@ run() {
         REQUEST_URI="$uri${query:+?$query}" CONTENT_TYPE=application/json CONTENT_LENGTH="${#body}" \
         HTTP_X_USER_KEY="$key" HTTP_X_SYNC_VERSION=1 MOCKCLOUD_DATA="$WORK/data-$tool" "$@" \
         valgrind "${out[@]}" "$BIN/$program" <"$WORK/body" >"$WORK/out" 2>>"$WORK/valgrind.log" ||
-        { echo "symbol-order: $name failed: $(head -c 300 "$WORK/out")" >&2; exit 1; }
+        { echo "symbol-order: $name failed: $(head -c 300 "$WORK/out")$(tail -5 "$WORK/valgrind.log")" >&2; exit 1; }
     grep -q '^Status: [23]' "$WORK/out" || { echo "symbol-order: $name answered $(head -1 "$WORK/out")" >&2; exit 1; }
 }
 
@@ -61,37 +62,49 @@ for tool in callgrind lackey; do
     run $tool 10-inbox-get-signed inbox GET /inbox/m1 s1 "" "" "$SIGNED"
 done
 
-python3 - "$WORK" "$BIN" "$OUT" "$ROOT/.build" <<'PYTHON'
+# The objects and archives the release link reads, for the section sizes.
+SWIFT_STATIC="$(dirname "$(readlink -f "$(command -v swiftc)")")/../lib/swift_static/linux"
+INPUTS=("$ROOT"/.build/release/*.build/*.o "$SWIFT_STATIC"/*.a)
+for lib in libc.a libcrypto.a; do
+    path="$(cc -print-file-name="$lib" 2>/dev/null || true)"
+    [[ "$path" == /* && -f "$path" ]] && INPUTS+=("$path")
+done
+
+python3 - "$WORK" "$BIN" "$OUT" "${INPUTS[@]}" <<'PYTHON'
 import bisect, os, re, subprocess, sys
-work, bin_dir, out, build = sys.argv[1:]
+work, bin_dir, out, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 
 # lld places each input section where its first listed symbol is, so a
-# listed symbol inside a large section (the standard library's 1.6 MB
-# Swift.o .text holds thousands of functions) would drag all of it into
-# the hot region. Such symbols are left out; the link maps name them.
+# listed symbol inside a large section (the standard library's Swift.o keeps
+# 1.6 MB of code in one .text) would drag all of it into the hot region.
+# Such symbols are left out: readelf names every section's size and the
+# section of every symbol, object by object.
 LARGE = 64 * 1024
 in_large = set()
-for program in ("user-settings", "inbox"):
-    # Columns: VMA LMA Size Align, then the output section, an input section
-    # eight columns further in, or a symbol sixteen columns in.
-    section_size, names_at = 0, None
-    for line in open(os.path.join(build, program + ".map"), encoding="utf-8", errors="replace"):
-        if names_at is None:
-            names_at = line.index("Out")
+for path in inputs:
+    text = subprocess.run(["readelf", "-SW", "-sW", path], capture_output=True, text=True,
+                          errors="replace").stdout
+    sizes = {}
+    for line in text.splitlines():
+        if line.startswith("File: "):
+            sizes = {}
             continue
-        name = line[names_at:].rstrip("\n")
-        indent = len(name) - len(name.lstrip(" "))
-        if indent == 8:  # an input section
-            section_size = int(line.split()[2], 16)
-        elif indent == 16 and section_size > LARGE:  # a symbol in it
-            in_large.add(name.strip())
+        section = re.match(r"\s*\[\s*(\d+)\]\s+\S+\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s", line)
+        if section:
+            sizes[section.group(1)] = int(section.group(2), 16)
+            continue
+        symbol = line.split()
+        if (len(symbol) == 8 and symbol[0].endswith(":") and symbol[6].isdigit()
+                and sizes.get(symbol[6], 0) > LARGE):
+            in_large.add(symbol[7])
 
 # Functions in the order the profiles first name them; callgrind names a
 # function once as "fn=(id) name" and by "(id)" after that.
 functions, seen = [], set()
 for profile in sorted(os.listdir(os.path.join(work, "callgrind"))):
     for line in open(os.path.join(work, "callgrind", profile), encoding="utf-8", errors="replace"):
-        match = re.match(r"^c?fn=\(\d+\) (\S+)$", line.rstrip("\n"))
+        # "name'2" is callgrind's name for a recursive call of name.
+        match = re.match(r"^c?fn=\(\d+\) (\S+?)(?:'\d+)?$", line.rstrip("\n"))
         if match and not match.group(1).startswith("0x") and match.group(1) not in seen:
             seen.add(match.group(1))
             functions.append(match.group(1))
