@@ -372,11 +372,11 @@ def main():
     # Many short rounds rather than a few long ones: on a shared 2-core machine
     # a burst of someone else's work then hits every server alike.
     ap.add_argument("--seconds", type=int, default=3, help="length of one wrk run (default 3)")
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved wrk rounds per route and server (default 5)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per route and server, of wrk and of hyperfine (default 5)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=100, help="hyperfine warm-up runs")
-    ap.add_argument("--runs", type=int, default=1000, help="hyperfine runs")
+    ap.add_argument("--runs", type=int, default=1000, help="hyperfine runs per program, split over the rounds")
     ap.add_argument("--large", type=int, default=LARGE, help="messages in the large inbox")
     ap.add_argument("--no-readme", action="store_true", help="leave README.md alone")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
@@ -632,7 +632,7 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
             verdicts.append(f"{label}: {ours_rps / peer_rps:.2f}× the Python peer (target ≥ {want}×) {verdict(ours_rps / peer_rps >= want)}")
     out.append(table(["route", "server", "req/s", "req/s by round", "p50", "p99", "× C floor", "× peer", "errors"], rows))
 
-    out += ["", f"**Process start** (hyperfine -N, {args.runs} runs of each program in {args.rounds} interleaved "
+    out += ["", f"**Process start** (hyperfine -N, {max(1, args.runs // args.rounds) * args.rounds} runs of each program in {args.rounds} interleaved "
             f"rounds after {args.warmup} warm-up runs, the CGI request in hyperfine's environment, no nginx):", ""]
     rows = []
     c_by_request = {}

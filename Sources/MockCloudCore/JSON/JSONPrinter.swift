@@ -65,8 +65,6 @@ package enum JSONPrinter {
         out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: spaces))
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     /// A string with Python's `ensure_ascii` escapes: printable ASCII as is,
     /// `\"` `\\` `\n` `\r` `\t` `\b` `\f`, everything else as `\uXXXX`
     /// (lowercase hex, surrogate pairs above U+FFFF).
@@ -95,8 +93,6 @@ package enum JSONPrinter {
 
     private static func writeUnicodeEscape(_ unit: UInt32, into out: inout [UInt8]) {
         out.append(contentsOf: "\\u".utf8)
-        for shift in stride(from: 12, through: 0, by: -4) {
-            out.append(hexDigits[Int((unit >> UInt32(shift)) & 0xF)])
-        }
+        ASCII.appendHex(UInt64(unit), digits: 4, to: &out)
     }
 }

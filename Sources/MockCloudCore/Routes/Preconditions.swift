@@ -8,14 +8,11 @@ package enum EntityTag {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
-        return String(unsafeUninitializedCapacity: 18) { out in
-            out[0] = UInt8(ascii: "\"")
-            for i in 0..<16 {
-                out[1 + i] = ASCII.hexDigit(UInt8(truncatingIfNeeded: hash >> UInt64(60 - 4 * i)) & 0xF)
-            }
-            out[17] = UInt8(ascii: "\"")
-            return 18
-        }
+        var tag: [UInt8] = [UInt8(ascii: "\"")]
+        tag.reserveCapacity(18)
+        ASCII.appendHex(hash, digits: 16, to: &tag)
+        tag.append(UInt8(ascii: "\""))
+        return String(decoding: tag, as: UTF8.self)
     }
 
     /// One member of an `If-Match` / `If-None-Match` list.

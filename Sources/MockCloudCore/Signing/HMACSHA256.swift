@@ -90,9 +90,11 @@ package final class HMACSHA256: @unchecked Sendable {
 }
 
 /// SHA-256 fed piece by piece (libcrypto's `SHA256_Init/Update/Final`), so
-/// that a message made of several parts is hashed without joining them.
-package struct SHA256Stream {
-    private var context = SHA256_CTX()
+/// that a message made of several parts is hashed without joining them. An
+/// HMAC's inner context is derived from the key: the stream cannot be
+/// copied, and its context is wiped when it finishes or goes away.
+package struct SHA256Stream: ~Copyable {
+    private let context: UnsafeMutablePointer<SHA256_CTX>
 
     /// Inputs from this size on are worth libcrypto's CPU probe (SHA-NI or
     /// AVX2 code instead of the baseline); smaller ones skip it, see
@@ -100,13 +102,20 @@ package struct SHA256Stream {
     static let probeThreshold = 64 * 1024
 
     package init() {
+        context = .allocate(capacity: 1)
+        context.initialize(to: SHA256_CTX())
         // These calls fail only on a null context, which cannot happen here.
-        precondition(SHA256_Init(&context) == 1, "SHA256_Init failed")
+        precondition(SHA256_Init(context) == 1, "SHA256_Init failed")
+    }
+
+    deinit {
+        OPENSSL_cleanse(context, MemoryLayout<SHA256_CTX>.size)
+        context.deallocate()
     }
 
     package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         if bytes.count >= Self.probeThreshold { mockcloud_probe_cpu_for_crypto() }
-        precondition(SHA256_Update(&context, bytes.baseAddress, bytes.count) == 1, "SHA256_Update failed")
+        precondition(SHA256_Update(context, bytes.baseAddress, bytes.count) == 1, "SHA256_Update failed")
     }
 
     package mutating func update(_ bytes: [UInt8]) {
@@ -119,12 +128,11 @@ package struct SHA256Stream {
     }
 
     /// The digest; the context is wiped.
-    package mutating func finish() -> [UInt8] {
+    package consuming func finish() -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         digest.withUnsafeMutableBufferPointer { out in
-            precondition(SHA256_Final(out.baseAddress, &context) == 1, "SHA256_Final failed")
+            precondition(SHA256_Final(out.baseAddress, context) == 1, "SHA256_Final failed")
         }
-        withUnsafeMutableBytes(of: &context) { OPENSSL_cleanse($0.baseAddress, $0.count) }
         return digest
     }
 }

@@ -302,10 +302,12 @@ package struct InboxStore: Sendable {
         // Superseded records and the reader's own echoes fill no slot but the
         // anchor moves past them; the scan goes on until one more entry than
         // the page holds is seen, so that hasMore is exact.
-        // Records are read a page and one at a time (a full page of live
-        // messages needs no more); superseded ones make the loop read on.
-        let chunk = min(64, limit + 1)
+        // The first batch of records is one more than the page (all a page
+        // of live messages needs); when superseded ones make the loop read
+        // on, each batch is twice the last, up to 64.
+        var chunk = min(64, limit + 1)
         while index < log.count {
+            defer { chunk = min(64, chunk * 2) }
             for record in try log.records(from: index, count: chunk) {
                 if let state = try load(record.id), state.seq == record.seq,
                     state.isTombstone || excluded == nil || state.source != excluded

@@ -33,6 +33,13 @@ package enum ASCII {
         }
     }
 
+    /// Appends the lowest `digits` hex digits of `value`, zero-padded.
+    package static func appendHex(_ value: UInt64, digits: Int, to out: inout [UInt8]) {
+        for shift in stride(from: 4 * (digits - 1), through: 0, by: -4) {
+            out.append(hexDigit(UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 0xF))
+        }
+    }
+
     /// Appends the decimal digits of `value`, with a minus sign when negative.
     package static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
