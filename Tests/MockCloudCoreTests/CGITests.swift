@@ -9,6 +9,7 @@ import Testing
                 "REQUEST_METHOD": "PATCH", "DOCUMENT_URI": "/user/settings", "REQUEST_URI": "/ignored?x=1",
                 "QUERY_STRING": "a=1&b=%20", "CONTENT_TYPE": "application/merge-patch+json",
                 "HTTP_X_USER_KEY": "u1", "HTTP_IF_NONE_MATCH": "\"abc\"", "MOCKCLOUD_DATA": "/data",
+                "HTTP_X_V2_ID": "7", "HTTP_X_\u{FC}BER": "u",
             ],
             body: Array("{}".utf8))
         #expect(request.method == "PATCH")
@@ -19,6 +20,9 @@ import Testing
         #expect(request.header("X-User-Key") == "u1")
         #expect(request.header("if-none-match") == "\"abc\"")
         #expect(request.header("If-Match") == nil)
+        // Digits stay; only ASCII letters are upper-cased, other bytes pass as they are.
+        #expect(request.header("x-v2-id") == "7")
+        #expect(request.header("x-\u{FC}ber") == "u")
         #expect(request.environment["MOCKCLOUD_DATA"] == "/data")
     }
 
@@ -337,5 +341,59 @@ import Testing
         #expect(response.text == #"{"error": "request body larger than this route's limit of 1048576 bytes"}"#)
         #expect(unread == [])
         #expect(data.entries() == [])
+    }
+}
+
+/// `application/x-www-form-urlencoded` queries, as the feed reads them.
+@Suite struct QueryStringTests {
+    @Test func partsNamesAndValuesAreDecoded() throws {
+        let query = try #require(QueryString("&anchor=0.0.0&&limit=10&exclude-source=a+b%2Bc%26d&flag&=v&limit=99&"))
+        #expect(query.names == ["anchor", "limit", "exclude-source", "flag", "", "limit"])
+        #expect(query.values == ["0.0.0", "10", "a b+c&d", "", "v", "99"])
+        #expect(query["limit"] == "10")  // the first value given wins
+        #expect(query["flag"] == "")
+        #expect(query["missing"] == nil)
+        #expect(try #require(QueryString("")).names.isEmpty)
+    }
+
+    @Test(arguments: ["a=%FF", "a=%4", "a=%zz", "%=1", "a=%C3"])
+    func malformedEscapesAndInvalidUTF8AreRefused(query: String) {
+        #expect(QueryString(query) == nil)
+    }
+}
+
+/// The index-range line and field walkers the key, token and sidecar parsers share.
+@Suite struct ByteLinesTests {
+    private func lines(_ text: String) -> [(Int, String)] {
+        let bytes = Array(text.utf8)
+        var lines = ByteLines(bytes)
+        var out: [(Int, String)] = []
+        while let line = lines.next() { out.append((lines.number, String(decoding: bytes[line], as: UTF8.self))) }
+        return out
+    }
+
+    @Test func linesAreNumberedAndAFinalNewlineEndsTheLastOne() {
+        #expect(lines("").isEmpty)
+        #expect(lines("\n").map(\.1) == [""])
+        #expect(lines("a\n\nb").map(\.0) == [1, 2, 3])
+        #expect(lines("a\n\nb").map(\.1) == ["a", "", "b"])
+        #expect(lines("a\nb\n").map(\.1) == ["a", "b"])
+        let bytes = Array("\n\nx\n".utf8)
+        var nonEmpty = ByteLines(bytes)
+        #expect(nonEmpty.nextNonEmpty() == 2..<3)
+        #expect(nonEmpty.number == 3)
+        #expect(nonEmpty.nextNonEmpty() == nil)
+    }
+
+    @Test func fieldsSkipRepeatedAndOuterSeparators() {
+        let bytes = Array("  a  bc d ".utf8)
+        var fields = ByteFields(bytes, 0..<bytes.count, separator: 0x20)
+        var out: [String] = []
+        while let field = fields.next() { out.append(String(decoding: bytes[field], as: UTF8.self)) }
+        #expect(out == ["a", "bc", "d"])
+        var none = ByteFields(bytes, 0..<2, separator: 0x20)
+        #expect(none.next() == nil)
+        var part = ByteFields(bytes, 5..<7, separator: 0x20)
+        #expect(part.next() == 5..<7)
     }
 }

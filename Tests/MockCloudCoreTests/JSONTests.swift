@@ -340,4 +340,20 @@ import Testing
         #expect(object.members == [JSONMember("a", .number("3")), JSONMember("b", .null)])
         #expect(object.index(of: "b") == 1)
     }
+
+    /// Keys compare as UTF-8 bytes, inline (up to 15 bytes) and heap strings alike.
+    @Test func keysAreFoundByTheirExactBytes() {
+        let long = "serverReceivedAtX"
+        let object = JSONObject([
+            JSONMember("", .number("0")), JSONMember(long, .number("1")), JSONMember("é", .number("2")),
+            JSONMember(String(long.dropLast()) + "Y", .number("3")),
+        ])
+        #expect(object.index(of: "") == 0)
+        #expect(object.index(of: long) == 1)
+        #expect(object.index(of: String(long.dropLast()) + "Y") == 3)
+        #expect(object.index(of: String(long.dropLast()) + "Z") == nil)
+        #expect(object.index(of: "é") == 2)
+        #expect(object.index(of: "e\u{301}") == nil)  // canonically equal, other bytes
+        #expect(object.index(of: "\u{212A}") == nil)  // the Kelvin sign is not "K"
+    }
 }

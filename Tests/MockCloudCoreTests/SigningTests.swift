@@ -75,6 +75,9 @@ import Testing
         ("k1:\(hexSecret)\nk1:\(hexSecret)\n", "HMAC key file /keys, line 2: key id k1 appears twice"),
         ("k1:not base64!\n", "HMAC key file /keys, line 1: secret of key k1 is neither hex nor base64"),
         ("# nothing\n\n", "HMAC key file /keys holds no key"),
+        // Comments, blank lines and CRLF count as lines; the bad one is trimmed first.
+        ("# c\n\n \tbad\r\n", "HMAC key file /keys, line 3: expected key-id:secret"),
+        ("k1:\(hexSecret)\r\n\n#\n  k1:\(hexSecret)  \n", "HMAC key file /keys, line 4: key id k1 appears twice"),
     ])
     func malformedKeyFilesAreRefusedWithAMessageThatNamesTheProblemNotTheSecret(text: String, message: String) {
         #expect {
