@@ -1,10 +1,21 @@
 /// A CGI response: `Status:` and headers, then the body, written in one `write(2)`.
 package struct CGIResponse: Sendable, Equatable {
     package var status: Int
-    /// Headers besides `Status`, `Content-Type` and `Content-Length`, in order.
-    package var headers: [Header]
+    /// Header names and values, alternating, in order. An array of strings,
+    /// not of `Header`s: every process would build that array's generic type
+    /// at run time (Benchmarks/README.md, "Where the time goes").
+    private var fields: [String]
     /// JSON bytes; empty for 204 and 304.
     package var body: [UInt8]
+
+    /// Headers besides `Status`, `Content-Type` and `Content-Length`, in order.
+    package var headers: [Header] {
+        get { stride(from: 0, to: fields.count, by: 2).map { Header(fields[$0], fields[$0 + 1]) } }
+        set {
+            fields = []
+            for header in newValue { fields += [header.name, header.value] }
+        }
+    }
 
     /// One response header.
     package struct Header: Sendable, Equatable {
@@ -18,13 +29,26 @@ package struct CGIResponse: Sendable, Equatable {
 
     package init(status: Int, headers: [Header] = [], body: [UInt8] = []) {
         self.status = status
+        fields = []
+        self.body = body
         self.headers = headers
+    }
+
+    /// A response with one header (an `ETag`, a `Location`).
+    package init(status: Int, header name: String, _ value: String, body: [UInt8] = []) {
+        self.status = status
+        fields = [name, value]
         self.body = body
     }
 
     /// A JSON answer; the body is printed as the Python service prints it.
     package static func json(_ status: Int, _ value: JSONValue, headers: [Header] = []) -> CGIResponse {
         CGIResponse(status: status, headers: headers, body: JSONPrinter.compact(value))
+    }
+
+    /// A JSON answer with one header.
+    package static func json(_ status: Int, _ value: JSONValue, header name: String, _ headerValue: String) -> CGIResponse {
+        CGIResponse(status: status, header: name, headerValue, body: JSONPrinter.compact(value))
     }
 
     /// `{"error": sentence, ...}` with the error's status and headers.
@@ -37,7 +61,8 @@ package struct CGIResponse: Sendable, Equatable {
 
     /// The value of a header, for tests and tools.
     package func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        let wanted = name.lowercased()
+        return stride(from: 0, to: fields.count, by: 2).first { fields[$0].lowercased() == wanted }.map { fields[$0 + 1] }
     }
 
     /// The bytes a CGI program prints: headers, a blank line, the body.
@@ -60,7 +85,7 @@ package struct CGIResponse: Sendable, Equatable {
         out.append(contentsOf: CGIResponse.reason(for: status).utf8)
         out.append(contentsOf: "\r\n".utf8)
         if hasBody { line("Content-Type", "application/json") }
-        for header in headers { line(header.name, header.value) }
+        for i in stride(from: 0, to: fields.count, by: 2) { line(fields[i], fields[i + 1]) }
         if hasBody {
             out.append(contentsOf: "Content-Length: ".utf8)
             ASCII.appendDecimal(body.count, to: &out)

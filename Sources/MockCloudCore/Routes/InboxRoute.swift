@@ -127,9 +127,7 @@ package struct InboxRoute: Sendable {
     }
 
     private static func created(_ envelope: Envelope) -> CGIResponse {
-        CGIResponse(
-            status: 201, headers: [CGIResponse.Header("Location", "\(collectionPath)/\(envelope.id.rawValue)")],
-            body: envelope.bytes)
+        CGIResponse(status: 201, header: "Location", "\(collectionPath)/\(envelope.id.rawValue)", body: envelope.bytes)
     }
 
     /// `X-Sync-Version` (default 0), `X-Device-Id` and the body of a write.

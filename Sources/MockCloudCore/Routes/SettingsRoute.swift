@@ -137,14 +137,13 @@ package struct SettingsRoute: Sendable {
     private func get(_ key: UserKey, _ request: CGIRequest) throws -> CGIResponse {
         guard let bytes = try store.read(key) else { throw SettingsError.nothingStored }
         let stored = StoredSettings(bytes: bytes)
-        let etag = [CGIResponse.Header("ETag", stored.etag)]
         if !EntityTag.ifNoneMatchPasses(request.header("If-None-Match"), current: stored.etag) {
-            return CGIResponse(status: 304, headers: etag)
+            return CGIResponse(status: 304, header: "ETag", stored.etag)
         }
         guard let document = stored.document else {
             throw SettingsError.storedDocumentUnreadable(file: store.directory + "/" + store.fileName(for: key))
         }
-        return .json(200, document, headers: etag)
+        return .json(200, document, header: "ETag", stored.etag)
     }
 
     private func put(_ key: UserKey, _ request: CGIRequest) throws -> CGIResponse {
@@ -196,7 +195,7 @@ package struct SettingsRoute: Sendable {
             if newBytes.count > Self.storedSizeLimit {
                 throw SettingsError.storedFormTooLarge(size: newBytes.count, limit: Self.storedSizeLimit)
             }
-            let response = CGIResponse.json(200, value, headers: [CGIResponse.Header("ETag", EntityTag.of(newBytes))])
+            let response = CGIResponse.json(200, value, header: "ETag", EntityTag.of(newBytes))
             return (.write(newBytes), response)
         }
     }
