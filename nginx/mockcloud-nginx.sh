@@ -40,8 +40,10 @@ missing_packages() {
     [[ -f /usr/include/openssl/hmac.h ]] || dpkg -s libssl-dev >/dev/null 2>&1 || pkgs+=(libssl-dev)
     command -v openssl >/dev/null || pkgs+=(openssl)
     command -v curl >/dev/null || pkgs+=(curl)
-    # The acceptance tests check JSON and pick free ports with it.
+    # The acceptance tests check JSON and pick free ports with it, and read
+    # the installed programs with readelf and nm.
     command -v python3 >/dev/null || pkgs+=(python3)
+    { command -v readelf >/dev/null && command -v nm >/dev/null; } || pkgs+=(binutils)
     if [[ "$bench" == bench ]]; then
         command -v wrk >/dev/null || pkgs+=(wrk)
         command -v hyperfine >/dev/null || pkgs+=(hyperfine)

@@ -12,9 +12,12 @@
 // link the runtime keeps its own getter and these would half-interpose.
 // Tests/acceptance/cases/build.sh checks the linked programs.
 
-#if defined(MOCKCLOUD_STATIC_ARGV)
-
 #include <stddef.h>
+#include <stdlib.h>  // features.h: __GLIBC__
+
+// glibc passes (argc, argv, envp) to `.init_array` functions; musl passes
+// nothing, so a musl build keeps the runtime's own argv code.
+#if defined(MOCKCLOUD_STATIC_ARGV) && defined(__GLIBC__)
 
 static char *emptyArgv[] = { NULL };
 static char **startArgv = NULL;
