@@ -9,7 +9,7 @@ package struct CGIResponse: Sendable, Equatable {
     package var body: [UInt8]
 
     /// Headers besides `Status`, `Content-Type` and `Content-Length`, in order.
-    package var headers: [Header] {
+    package private(set) var headers: [Header] {
         get { stride(from: 0, to: fields.count, by: 2).map { Header(fields[$0], fields[$0 + 1]) } }
         set {
             fields = []

@@ -8,8 +8,9 @@ package enum EntityTag {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
-        var tag: [UInt8] = [UInt8(ascii: "\"")]
+        var tag: [UInt8] = []
         tag.reserveCapacity(18)
+        tag.append(UInt8(ascii: "\""))
         ASCII.appendHex(hash, digits: 16, to: &tag)
         tag.append(UInt8(ascii: "\""))
         return String(decoding: tag, as: UTF8.self)
