@@ -640,7 +640,7 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
     out.append(table(["route", "server", "req/s", "req/s by round", "p50", "p99", "× C floor", "× peer", "errors"], rows))
 
     out += ["", f"**Process start** (hyperfine -N, {max(1, args.runs // args.rounds) * args.rounds} runs of each program in {args.rounds} interleaved "
-            f"rounds after {args.warmup} warm-up runs, the CGI request in hyperfine's environment, no nginx):", ""]
+            f"rounds after {max(1, args.warmup // args.rounds) * args.rounds} warm-up runs, the CGI request in hyperfine's environment, no nginx):", ""]
     rows = []
     c_by_request = {}
     for name, request, r in start_results:

@@ -13,7 +13,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="$ROOT/cgi-bin"
 OUT="$ROOT/Sources/CStartup/symbol-order.txt"
-for tool in valgrind openssl nm readelf cc swiftc; do
+CC="$(command -v cc || command -v clang || true)"
+[[ -n "$CC" ]] || { echo "symbol-order: no C compiler (cc or clang) to locate libc.a" >&2; exit 1; }
+for tool in valgrind openssl nm readelf swiftc; do
     command -v "$tool" >/dev/null || { echo "symbol-order: $tool is missing" >&2; exit 1; }
 done
 for program in user-settings inbox; do
@@ -65,9 +67,9 @@ done
 # The objects and archives the release link reads, for the section sizes.
 SWIFT_STATIC="$(dirname "$(readlink -f "$(command -v swiftc)")")/../lib/swift_static/linux"
 INPUTS=("$ROOT"/.build/release/*.build/*.o "$SWIFT_STATIC"/*.a)
-for lib in libc.a libcrypto.a; do
-    path="$(cc -print-file-name="$lib" 2>/dev/null || true)"
-    [[ "$path" == /* && -f "$path" ]] && INPUTS+=("$path")
+for lib in libc.a libcrypto.a libstdc++.a libgcc.a libmvec.a; do
+    path="$("$CC" -print-file-name="$lib" 2>/dev/null || true)"
+    [[ "$path" != /* || ! -f "$path" ]] || INPUTS+=("$path")
 done
 
 python3 - "$WORK" "$BIN" "$OUT" "${INPUTS[@]}" <<'PYTHON'
@@ -82,8 +84,10 @@ work, bin_dir, out, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 LARGE = 64 * 1024
 in_large = set()
 for path in inputs:
-    text = subprocess.run(["readelf", "-SW", "-sW", path], capture_output=True, text=True,
-                          errors="replace").stdout
+    result = subprocess.run(["readelf", "-SW", "-sW", path], capture_output=True, text=True, errors="replace")
+    if result.returncode != 0:
+        sys.exit(f"symbol-order: readelf {path}: {result.stderr.strip()[:300]}")
+    text = result.stdout
     sizes = {}
     for line in text.splitlines():
         if line.startswith("File: "):
@@ -135,6 +139,8 @@ for program in ("user-settings", "inbox"):
                 seen.add(symbols[i][2])
                 variables.append(symbols[i][2])
 
+if not in_large:
+    sys.exit("symbol-order: no symbol in a section over 64 KiB: the standard library's Swift.o was not read")
 listed = [name for name in functions + variables if name not in in_large]
 with open(out, "w") as f:
     f.write("\n".join(listed) + "\n")
