@@ -16,12 +16,7 @@ package final class HMACSHA256: @unchecked Sendable {
 
     /// - Parameter key: the secret; a key longer than a block is hashed first.
     package init(key: [UInt8]) {
-        var block = key
-        if key.count > Self.blockSize {
-            var stream = SHA256Stream()
-            stream.update(key)
-            block = stream.finish()
-        }
+        var block = key.count > Self.blockSize ? Self.sha256([key]) : key
         block.append(contentsOf: repeatElement(0, count: Self.blockSize - block.count))
         innerPad = block.map { $0 ^ 0x36 }
         outerPad = block.map { $0 ^ 0x5c }

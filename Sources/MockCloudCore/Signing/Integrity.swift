@@ -75,16 +75,17 @@ package struct Integrity: Sendable {
     /// The MAC's message: the header, the route, the user key, the id and
     /// the bytes, separated by NUL bytes.
     private func feed(_ stream: inout SHA256Stream, _ bytes: [UInt8], _ place: DocumentPlace) {
-        let separator: [UInt8] = [0]
-        stream.update(Self.header)
-        stream.update(separator)
-        stream.update(place.route)
-        stream.update(separator)
-        stream.update(place.key.rawValue)
-        stream.update(separator)
-        stream.update(place.id)
-        stream.update(separator)
-        stream.update(bytes)
+        withUnsafeBytes(of: UInt8(0)) { separator in
+            stream.update(Self.header)
+            stream.update(separator)
+            stream.update(place.route)
+            stream.update(separator)
+            stream.update(place.key.rawValue)
+            stream.update(separator)
+            stream.update(place.id)
+            stream.update(separator)
+            stream.update(bytes)
+        }
     }
 
     /// The sidecar for `bytes` signed with the current key, plus a line for
