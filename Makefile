@@ -45,13 +45,12 @@ bench:
 	@python3 Benchmarks/bench.py $(if $(PEER),--peer '$(PEER)') $(BENCH_ARGS)
 
 ## Sources/CStartup/symbol-order.txt from callgrind profiles of the
-## installed programs (the release link packs those functions together);
-## the list is not a build input SwiftPM tracks, so the programs are relinked.
+## installed programs (the release link packs those functions together),
+## then the programs relinked with it (see `build`).
 .PHONY: symbol-order
 symbol-order: install
 	@nginx/mockcloud-nginx.sh deps bench
 	@Benchmarks/symbol-order.sh
-	@rm -f .build/release/user-settings .build/release/inbox
 	@$(MAKE) --no-print-directory install
 
 ## libFuzzer + AddressSanitizer on the parsers and the CGI path (Tests/Fuzz/):
