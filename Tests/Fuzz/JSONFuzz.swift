@@ -12,6 +12,10 @@
 //   object keys compared as Python compares them (by code point, so `é` and
 //   `e\u0301` are two keys) and a repeated key keeping its first position
 //   and its last value.
+// - the stored-document compactor (`compactForm(ofStored:)`) answers only
+//   texts the stored-file parser accepts, with the bytes the compact printer
+//   writes for them, and does answer the pretty form the printers store
+//   (within its 64 levels and 64 members an object).
 // When the input holds a 0xFF byte (never part of valid JSON), the two sides
 // of the first one are also parsed as a merge-patch target and a patch:
 // `merging(patch:)` must match RFC 7396's pseudo-code (keys compared by code
@@ -35,6 +39,11 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let expected = scanner.value(level: 1)
         require(Skeleton(value) == expected, "the tree of \(show(bytes)) is \(Skeleton(value)), a scan says \(expected)")
         checkRoundTrip(value, lenient: true)
+        if scanner.maxLevel <= JSONParser.defaultMaxDepth && largestObject(value) <= JSONParser.linearSearchLimit {
+            let stored = JSONPrinter.pretty(value)
+            require(JSONParser.compactForm(ofStored: stored) == JSONPrinter.compact(value),
+                    "the compactor does not answer the stored form \(show(stored)) as the printer does")
+        }
         switch strict {
         case .success(let value):
             require(lenient == strict, "the stored-file parser disagrees with the route parser on \(show(bytes))")
@@ -49,6 +58,14 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
     } else if case .success = strict {
         require(false, "only the route parser accepts \(show(bytes))")
+    }
+    if let compacted = JSONParser.compactForm(ofStored: bytes) {
+        if case .success(let value) = lenient {
+            require(compacted == JSONPrinter.compact(value),
+                    "the compactor gives \(show(compacted)) for \(show(bytes)), the printer \(show(JSONPrinter.compact(value)))")
+        } else {
+            require(false, "the compactor answers \(show(bytes)), which the stored-file parser refuses")
+        }
     }
     if let cut = bytes.firstIndex(of: 0xFF),
         case .success(let target) = parse(Array(bytes[..<cut]), lenient: true),
@@ -83,6 +100,15 @@ private func checkRoundTrip(_ value: JSONValue, lenient: Bool) {
         require(again == value, "\(name) output parses to another value: \(show(text))")
         let twice = print(again)
         require(twice == text, "\(name) output is not stable: \(show(text)) then \(show(twice))")
+    }
+}
+
+/// The most members any object in `value` has.
+private func largestObject(_ value: JSONValue) -> Int {
+    switch value {
+    case .array(let elements): return elements.map(largestObject).max() ?? 0
+    case .object(let object): return max(object.count, object.members.map { largestObject($0.value) }.max() ?? 0)
+    default: return 0
     }
 }
 

@@ -23,8 +23,9 @@ package struct JSONParser {
     /// whatever its own parser took (about 1000 levels), and an inbox
     /// envelope adds a level around a body that used all 64.
     package static let storedDocumentMaxDepth = 1000
-    /// Objects up to this many members find duplicate keys by a linear search.
-    static let linearSearchLimit = 32
+    /// Objects up to this many members find duplicate keys by a linear
+    /// search (and `compactForm(ofStored:)` reads them).
+    static let linearSearchLimit = 64
 
     /// Parses a whole document.
     /// - Parameter allowNonFinite: accept `NaN`, `Infinity` and `-Infinity`,
@@ -42,24 +43,24 @@ package struct JSONParser {
         return value
     }
 
-    private let bytes: [UInt8]
+    let bytes: [UInt8]
     private let maxDepth: Int
     private let allowNonFinite: Bool
-    private var index = 0
+    var index = 0
 
-    private init(bytes: [UInt8], maxDepth: Int, allowNonFinite: Bool) {
+    init(bytes: [UInt8], maxDepth: Int, allowNonFinite: Bool) {
         self.bytes = bytes
         self.maxDepth = maxDepth
         self.allowNonFinite = allowNonFinite
     }
 
-    private func failure(_ reason: String) -> JSONError {
+    func failure(_ reason: String) -> JSONError {
         .invalid(offset: index, reason: reason)
     }
 
-    private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+    var current: UInt8? { index < bytes.count ? bytes[index] : nil }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -88,7 +89,7 @@ package struct JSONParser {
         }
     }
 
-    private func matches(_ literal: StaticString) -> Bool {
+    func matches(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count else { return false }
         return literal.withUTF8Buffer { expected in
@@ -171,6 +172,12 @@ package struct JSONParser {
 
     private mutating func parseNumber() throws(JSONError) -> String {
         let start = index
+        try skipNumber()
+        return String(decoding: bytes[start..<index], as: UTF8.self)
+    }
+
+    /// Moves past one number (RFC 8259's grammar, no leading `+` or zeros).
+    mutating func skipNumber() throws(JSONError) {
         if current == UInt8(ascii: "-") { index += 1 }
         guard let first = current, isDigit(first) else { throw failure("invalid number") }
         index += 1
@@ -186,7 +193,6 @@ package struct JSONParser {
             guard let digit = current, isDigit(digit) else { throw failure("invalid number: digits must follow the exponent") }
             skipDigits()
         }
-        return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { ASCII.isDigit(byte) }

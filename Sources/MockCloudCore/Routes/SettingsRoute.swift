@@ -136,10 +136,15 @@ package struct SettingsRoute: Sendable {
 
     private func get(_ key: UserKey, _ request: CGIRequest) throws -> CGIResponse {
         guard let bytes = try store.read(key) else { throw SettingsError.nothingStored }
-        let stored = StoredSettings(bytes: bytes)
-        if !EntityTag.ifNoneMatchPasses(request.header("If-None-Match"), current: stored.etag) {
-            return CGIResponse(status: 304, header: "ETag", stored.etag)
+        let etag = EntityTag.of(bytes)
+        if !EntityTag.ifNoneMatchPasses(request.header("If-None-Match"), current: etag) {
+            return CGIResponse(status: 304, header: "ETag", etag)
         }
+        // A file as the printers write it is answered without parsing it.
+        if let body = JSONParser.compactForm(ofStored: bytes) {
+            return CGIResponse(status: 200, header: "ETag", etag, body: body)
+        }
+        let stored = StoredSettings(bytes: bytes)
         guard let document = stored.document else {
             throw SettingsError.storedDocumentUnreadable(file: store.directory + "/" + store.fileName(for: key))
         }
