@@ -113,6 +113,29 @@ for profile in sorted(os.listdir(os.path.join(work, "callgrind"))):
             seen.add(match.group(1))
             functions.append(match.group(1))
 
+# valgrind emulates no AVX-512, so glibc's string functions resolve (ifunc)
+# to their AVX2 versions under it; a CPU with AVX-512 runs the EVEX or
+# AVX-512 versions of the same functions instead. Each is listed after the
+# version that ran.
+code = set()
+for program in ("user-settings", "inbox"):
+    for line in subprocess.run(["nm", "--defined-only", os.path.join(bin_dir, program)], capture_output=True,
+                               text=True, check=True).stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] in "tTiI":
+            code.add(fields[2])
+with_variants = []
+for name in functions:
+    with_variants.append(name)
+    family = re.match(r"^(__[a-z0-9]+)_(?:avx2|avx|sse2|ssse3|sse4_1|sse4_2)", name)
+    if family:
+        for variant in sorted(code):
+            if (variant.startswith(family.group(1) + "_") and ("evex" in variant or "avx512" in variant)
+                    and variant not in seen):
+                seen.add(variant)
+                with_variants.append(variant)
+functions = with_variants
+
 # Variables in the order the memory traces first touch them: each load,
 # store or modify address inside a variable of the program that ran.
 variables = []
