@@ -3,6 +3,23 @@ import Glibc
 import MockCloudCore
 import Testing
 
+/// Paths are joined in one string of exactly their bytes.
+@Suite struct PathJoinTests {
+    @Test func partsAreJoinedInOrder() {
+        #expect(Sys.joined("/data", "/", "user_settings") == "/data/user_settings")
+        #expect(Sys.joined("/d", "/", ".locks", ".", "u1", ".lock") == "/d/.locks.u1.lock")
+        #expect(Sys.joined("", "") == "")
+        #expect(Sys.joined("k", ".json") == "k.json")
+    }
+
+    @Test func longAndNonASCIIPartsKeepEveryByte() {
+        let long = String(repeating: "x", count: 300)
+        let joined = Sys.joined("/tmp/caf\u{e9}", "/", long, "/\u{1F600}")
+        #expect(joined == "/tmp/caf\u{e9}/" + long + "/\u{1F600}")
+        #expect(joined.utf8.count == 10 + 1 + 300 + 5)
+    }
+}
+
 /// Atomic whole-file writes: 0600 files in 0700 folders, no temporary file
 /// left behind, the old file intact when a write fails.
 @Suite struct AtomicFileTests {

@@ -10,14 +10,14 @@ package struct SettingsStore: Sendable {
 
     package init(root: String, integrity: Integrity = .off) {
         self.root = root
-        folder = DocumentFolder(directory: root + "/" + Self.route, integrity: integrity)
+        folder = DocumentFolder(directory: Sys.joined(root, "/", Self.route), integrity: integrity)
     }
 
     /// The folder that holds every user's settings file.
     package var directory: String { folder.directory }
 
     /// The file name of a key's settings.
-    package func fileName(for key: UserKey) -> String { key.rawValue + ".json" }
+    package func fileName(for key: UserKey) -> String { Sys.joined(key.rawValue, ".json") }
 
     /// The stored bytes, verified, or `nil` when nothing is stored for `key`.
     package func read(_ key: UserKey) throws -> [UInt8]? {

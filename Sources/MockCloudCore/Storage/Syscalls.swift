@@ -42,9 +42,46 @@ package enum Sys {
         }
     }
 
+    /// The parts in one string of exactly their size, for file paths.
+    /// `a + "/" + b` grows a string twice and can leave it twice the size it
+    /// needs; a native string with room for 64 bytes or more also has a slot
+    /// for UTF-16 breadcrumbs, and freeing the first such string costs a
+    /// process about 35k instructions of run-time type lookup
+    /// (Benchmarks/README.md, "Where the time goes"). A path shorter than
+    /// 64 bytes built here never pays that.
+    /// Up to six parts, as arguments rather than an array: a request that
+    /// frees an array of strings runs their generic destroy code.
+    package static func joined(
+        _ a: String, _ b: String, _ c: String = "", _ d: String = "", _ e: String = "", _ f: String = ""
+    ) -> String {
+        let count = a.utf8.count + b.utf8.count + c.utf8.count + d.utf8.count + e.utf8.count + f.utf8.count
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var end = 0
+            func copy(_ part: String) {
+                var part = part
+                part.withUTF8 { utf8 in
+                    guard let source = utf8.baseAddress, let target = buffer.baseAddress else { return }
+                    (target + end).initialize(from: source, count: utf8.count)
+                    end += utf8.count
+                }
+            }
+            copy(a)
+            copy(b)
+            copy(c)
+            copy(d)
+            copy(e)
+            copy(f)
+            return end
+        }
+    }
+
+    // Paths reach C through `withCString`, which hands over a native
+    // string's own bytes; passing a String where C wants a pointer copies
+    // it into a new array every time.
+
     /// `open(2)` with `O_CLOEXEC`.
     package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
-        try retrying("open", path) { Glibc.open(path, flags | O_CLOEXEC, mode) }
+        try path.withCString { cPath in try retrying("open", path) { Glibc.open(cPath, flags | O_CLOEXEC, mode) } }
     }
 
     /// `close(2)`; errors are ignored because the descriptor is gone either way.
@@ -141,14 +178,16 @@ package enum Sys {
 
     /// `rename(2)`.
     package static func rename(_ from: String, _ to: String) throws {
-        _ = try retrying("rename", to) { Glibc.rename(from, to) }
+        _ = try from.withCString { cFrom in
+            try to.withCString { cTo in try retrying("rename", to) { Glibc.rename(cFrom, cTo) } }
+        }
     }
 
     /// `unlink(2)`; returns false when the file was not there.
     @discardableResult
     package static func unlink(_ path: String) throws -> Bool {
         do {
-            _ = try retrying("unlink", path) { Glibc.unlink(path) }
+            _ = try path.withCString { cPath in try retrying("unlink", path) { Glibc.unlink(cPath) } }
             return true
         } catch let error as SystemError where error.errno == ENOENT {
             return false
@@ -162,12 +201,12 @@ package enum Sys {
 
     /// Creates `path` and its missing parents with `mode`; existing ones are fine.
     package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
-        if Glibc.mkdir(path, mode) == 0 { return }
+        if path.withCString({ Glibc.mkdir($0, mode) }) == 0 { return }
         let code = Glibc.errno
         if code == EEXIST { return }
         if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             try makeDirectories(String(path[..<slash]), mode: mode)
-            if Glibc.mkdir(path, mode) == 0 || Glibc.errno == EEXIST { return }
+            if path.withCString({ Glibc.mkdir($0, mode) }) == 0 || Glibc.errno == EEXIST { return }
             throw SystemError("mkdir", path: path, errno: Glibc.errno)
         }
         throw SystemError("mkdir", path: path, errno: code)
