@@ -124,13 +124,21 @@ for program in ("user-settings", "inbox"):
         fields = line.split()
         if len(fields) == 3 and fields[1] in "tTiI":
             code.add(fields[2])
+# The profile names a family by its resolver (strcmp_ifunc), its IFUNC
+# symbol (memmove) or the version valgrind ran (__strlen_avx2).
+def family(name):
+    for pattern in (r"^(\w+?)_ifunc$", r"^__([a-z0-9]+)_(?:avx2|avx|sse2|ssse3|sse4_1|sse4_2)", r"^([a-z0-9]+)$"):
+        match = re.match(pattern, name)
+        if match:
+            return "__" + match.group(1) + "_"
+    return None
 with_variants = []
 for name in functions:
     with_variants.append(name)
-    family = re.match(r"^(__[a-z0-9]+)_(?:avx2|avx|sse2|ssse3|sse4_1|sse4_2)", name)
-    if family:
+    prefix = family(name)
+    if prefix:
         for variant in sorted(code):
-            if (variant.startswith(family.group(1) + "_") and ("evex" in variant or "avx512" in variant)
+            if (variant.startswith(prefix) and ("evex" in variant or "avx512" in variant)
                     and variant not in seen):
                 seen.add(variant)
                 with_variants.append(variant)
