@@ -190,15 +190,31 @@ package struct ChangeLog {
 
     // MARK: - Encoding
 
+    // Records are written as bytes: a 256-byte line built as a String would
+    // be freed with a breadcrumbs slot, whose first release costs a process
+    // a run-time type lookup (Sys.joined).
+
     static func encode(_ header: ChangeLogHeader) -> [UInt8] {
-        pad(magic + header.generation + " " + digits(header.compactedThrough, 20) + " "
-            + digits(header.lastSeq, 20) + " " + digits(Int64(header.records), 20) + " " + digits(header.epoch, 20))
+        var line = Array(magic.utf8)
+        line.reserveCapacity(recordSize)
+        line.append(contentsOf: header.generation.utf8)
+        for value in [header.compactedThrough, header.lastSeq, Int64(header.records), header.epoch] {
+            line.append(UInt8(ascii: " "))
+            ASCII.appendZeroPadded(value, width: 20, to: &line)
+        }
+        return pad(line)
     }
 
+    /// The seq, `P` or `D`, the live count, the id, then spaces.
     static func encode(_ record: ChangeRecord) -> [UInt8] {
-        let id = record.id.rawValue
-        let paddedID = id + String(repeating: " ", count: MessageID.maxLength - id.utf8.count)
-        return pad(digits(record.seq, 20) + (record.deleted ? " D " : " P ") + digits(Int64(record.live), 10) + " " + paddedID)
+        var line: [UInt8] = []
+        line.reserveCapacity(recordSize)
+        ASCII.appendZeroPadded(record.seq, width: 20, to: &line)
+        line.append(contentsOf: (record.deleted ? " D " : " P ").utf8)
+        ASCII.appendZeroPadded(Int64(record.live), width: 10, to: &line)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: record.id.rawValue.utf8)
+        return pad(line)
     }
 
     /// Reads a header at its fixed offsets: the magic (22 bytes), the
@@ -247,13 +263,9 @@ package struct ChangeLog {
         return any ? value : nil
     }
 
-    private static func digits(_ value: Int64, _ width: Int) -> String {
-        ASCII.zeroPadded(value, width: width)
-    }
-
     /// Pads a line with spaces to the record size, ending in a newline.
-    private static func pad(_ line: String) -> [UInt8] {
-        var bytes = Array(line.utf8)
+    private static func pad(_ line: [UInt8]) -> [UInt8] {
+        var bytes = line
         bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: recordSize - 1 - bytes.count))
         bytes.append(0x0A)
         return bytes

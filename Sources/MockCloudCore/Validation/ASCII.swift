@@ -72,8 +72,17 @@ package enum ASCII {
 
     /// Decimal digits of `value`, left-padded with zeros to `width`.
     package static func zeroPadded(_ value: Int64, width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+        var out: [UInt8] = []
+        appendZeroPadded(value, width: width, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `zeroPadded(value, width:)`.
+    package static func appendZeroPadded(_ value: Int64, width: Int, to out: inout [UInt8]) {
+        let start = out.count
+        appendDecimal(Int(value), to: &out)
+        let missing = width - (out.count - start)
+        if missing > 0 { out.insert(contentsOf: repeatElement(UInt8(ascii: "0"), count: missing), at: start) }
     }
 
     /// Standard base64 (RFC 4648, `+/`, `=` padding optional); `nil` when invalid.
