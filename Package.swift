@@ -21,7 +21,7 @@ let staticExecutable: [LinkerSetting] = [
 // through their metadata accessors, not by demangling a mangled name at run
 // time: the demangler's first use cost 12k instructions per process.
 let directMetadata: [SwiftSetting] = [
-    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"],
+    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors", "-Xfrontend", "-disable-type-layout"],
                  .when(configuration: .release))
 ]
 

@@ -51,8 +51,8 @@ package struct InboxRoute: Sendable {
 
     /// The route as the program runs it, configured from the environment.
     package init(config: ServiceConfig, environment: CGIEnvironment) throws {
-        self.init(dataRoot: config.dataRoot, settings: try InboxSettings(environment: environment),
-                  integrity: config.integrity)
+        let settings = try InboxSettings(environment: environment)
+        self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity)
     }
 
     /// Answers one request.
