@@ -46,6 +46,6 @@ package struct QueryString: Sendable {
             default: bytes.append(byte)
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        return ASCII.validUTF8(bytes)
     }
 }

@@ -222,7 +222,7 @@ package struct JSONParser {
             case UInt8(ascii: "\""):
                 index += 1
                 if hasNonASCII {
-                    guard let text = String(validating: utf8, as: UTF8.self) else {
+                    guard let text = ASCII.validUTF8(utf8) else {
                         throw JSONError.invalid(offset: start, reason: "string is not valid UTF-8")
                     }
                     return text

@@ -22,6 +22,16 @@ package enum ASCII {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") - 10 + nibble
     }
 
+    /// The text of `bytes` when they are valid UTF-8, else `nil`. Decoding
+    /// repairs each invalid sequence to U+FFFD, which changes the bytes, so
+    /// the text is valid exactly when it encodes back to them. (The standard
+    /// library's generic `String(validating:as:)` demangles a type name on its
+    /// first call: 18k instructions in a process that lives for one request.)
+    package static func validUTF8(_ bytes: [UInt8]) -> String? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.utf8.elementsEqual(bytes) ? text : nil
+    }
+
     /// Lowercase hex of `bytes`.
     package static func hex(_ bytes: [UInt8]) -> String {
         String(unsafeUninitializedCapacity: bytes.count * 2) { out in
