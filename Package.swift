@@ -17,12 +17,17 @@ let staticExecutable: [LinkerSetting] = [
     ], .when(platforms: [.linux], configuration: .release))
 ]
 
-// Concrete generic types (`[JSONMember]`, `Optional<...>`) are looked up
-// through their metadata accessors, not by demangling a mangled name at run
-// time: the demangler's first use cost 12k instructions per process.
+// Less run-time type work per process (Benchmarks/README.md, "Where the
+// time goes"): concrete generic types (`[JSONMember]`, `Optional<...>`) are
+// reached through their metadata accessors, not by demangling their names
+// (12k instructions a process), and copies and destroys of optional structs
+// are lowered directly, not through Optional's value witnesses (whose
+// first use builds Optional's metadata: 25k in every inbox request).
 let directMetadata: [SwiftSetting] = [
-    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors", "-Xfrontend", "-disable-type-layout"],
-                 .when(configuration: .release))
+    .unsafeFlags([
+        "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
+        "-Xfrontend", "-disable-type-layout",
+    ], .when(configuration: .release))
 ]
 
 // valgrind 3.19 (Debian 12), which Benchmarks/symbol-order.sh profiles the
