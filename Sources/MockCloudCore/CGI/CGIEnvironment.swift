@@ -21,8 +21,10 @@ package struct CGIEnvironment: Sendable, ExpressibleByDictionaryLiteral {
 
     /// This process's environment.
     /// (`withCString`: a String passed where C wants a pointer is copied into
-    /// a new array each time.)
-    package static let process = CGIEnvironment { name in name.withCString { getenv($0) }.map { String(cString: $0) } }
+    /// a new array each time. A long value is kept until exit: see `Sys.path`.)
+    package static let process = CGIEnvironment { name in
+        name.withCString { getenv($0) }.map { Sys.keptUntilExit(String(cString: $0)) }
+    }
 
     /// The value of `name`, e.g. `HTTP_X_USER_KEY`.
     package subscript(name: String) -> String? { lookup(name) }

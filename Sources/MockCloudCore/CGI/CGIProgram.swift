@@ -14,6 +14,7 @@ package enum CGIProgram {
     package static func serve(
         name: String, bodyLimit: Int, _ handler: (CGIRequest) throws -> CGIResponse
     ) -> Never {
+        Sys.keepsLongStrings = true
         signal(SIGPIPE, SIG_IGN)
         signal(SIGALRM, { _ in
             let answer: StaticString = """

@@ -40,7 +40,7 @@ package enum AtomicFile {
     package static func write(_ bytes: [UInt8], to name: String, in directory: String) throws {
         do {
             try Sys.makeDirectories(directory)
-            let target = Sys.joined(directory, "/", name)
+            let target = Sys.path(directory, "/", name)
             let (temporary, fd) = try createTemporary(for: name, in: directory)
             do {
                 try Sys.closing(fd) { fd in
@@ -71,7 +71,7 @@ package enum AtomicFile {
     /// false when it was not there.
     package static func remove(_ name: String, in directory: String, durably: Bool = true) throws -> Bool {
         do {
-            guard try Sys.unlink(Sys.joined(directory, "/", name)) else { return false }
+            guard try Sys.unlink(Sys.path(directory, "/", name)) else { return false }
         } catch let error as SystemError {
             throw StorageError(error, writing: true)
         }
@@ -82,7 +82,7 @@ package enum AtomicFile {
     /// Reads `name` from `directory`; `nil` when it does not exist.
     package static func read(_ name: String, in directory: String) throws -> [UInt8]? {
         do {
-            return try Sys.readFile(Sys.joined(directory, "/", name))
+            return try Sys.readFile(Sys.path(directory, "/", name))
         } catch let error as SystemError {
             throw StorageError(error, writing: false)
         }
@@ -97,7 +97,7 @@ package enum AtomicFile {
     /// removed and the name reused, and no crash leaves more than one behind
     /// per document.
     private static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
-        let path = Sys.joined(directory, "/", temporaryPrefix, name)
+        let path = Sys.path(directory, "/", temporaryPrefix, name)
         do {
             return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
         } catch let error as SystemError where error.errno == EEXIST {
@@ -115,8 +115,8 @@ package enum KeyLock {
     package static func withLock<T>(
         root: String, scope: String, key: UserKey, shared: Bool = false, _ body: () throws -> T
     ) throws -> T {
-        let directory = Sys.joined(root, "/.locks")
-        let path = Sys.joined(directory, "/", scope, ".", key.rawValue, ".lock")
+        let directory = Sys.path(root, "/.locks")
+        let path = Sys.path(directory, "/", scope, ".", key.rawValue, ".lock")
         let fd: Int32
         do {
             do {

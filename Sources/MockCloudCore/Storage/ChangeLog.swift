@@ -192,7 +192,7 @@ package struct ChangeLog {
 
     // Records are written as bytes: a 256-byte line built as a String would
     // be freed with a breadcrumbs slot, whose first release costs a process
-    // a run-time type lookup (Sys.joined).
+    // a run-time type lookup (see `Sys.path`).
 
     static func encode(_ header: ChangeLogHeader) -> [UInt8] {
         var line = Array(magic.utf8)

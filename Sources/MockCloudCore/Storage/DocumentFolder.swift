@@ -17,7 +17,7 @@ package struct DocumentFolder: Sendable {
     package func inspect(_ name: String, at place: DocumentPlace) throws -> (bytes: [UInt8], verdict: Integrity.Verdict)? {
         guard let bytes = try AtomicFile.read(name, in: directory) else { return nil }
         guard integrity.keys != nil else { return (bytes, .unsigned) }
-        let sidecar = try AtomicFile.read(Sys.joined(name, Self.sidecarSuffix), in: directory)
+        let sidecar = try AtomicFile.read(Sys.path(name, Self.sidecarSuffix), in: directory)
         return (bytes, integrity.verdict(for: bytes, sidecar: sidecar, at: place))
     }
 
@@ -40,7 +40,7 @@ package struct DocumentFolder: Sendable {
     /// place, then the sidecar keeps the new MAC alone; a crash at any point
     /// leaves a pair that verifies. Unsigned: a stale sidecar is removed first.
     package func write(_ bytes: [UInt8], to name: String, at place: DocumentPlace, replacing previous: [UInt8]?) throws {
-        let sidecarName = Sys.joined(name, Self.sidecarSuffix)
+        let sidecarName = Sys.path(name, Self.sidecarSuffix)
         guard let sidecar = integrity.sidecar(for: bytes, at: place, alsoValid: previous.map { [$0] } ?? []) else {
             _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
             try AtomicFile.write(bytes, to: name, in: directory)
@@ -56,7 +56,7 @@ package struct DocumentFolder: Sendable {
     /// Removes a document and then its sidecar; false when there was no document.
     package func remove(_ name: String) throws -> Bool {
         let removed = try AtomicFile.remove(name, in: directory)
-        _ = try AtomicFile.remove(Sys.joined(name, Self.sidecarSuffix), in: directory, durably: removed)
+        _ = try AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: removed)
         return removed
     }
 }

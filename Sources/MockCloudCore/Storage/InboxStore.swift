@@ -203,14 +203,14 @@ package struct InboxStore: Sendable {
         self.key = key
         self.settings = settings
         self.clock = clock
-        messages = DocumentFolder(directory: Sys.joined(root, "/", Self.route, "/", key.rawValue, "/messages"), integrity: integrity)
+        messages = DocumentFolder(directory: Sys.path(root, "/", Self.route, "/", key.rawValue, "/messages"), integrity: integrity)
     }
 
-    package var directory: String { Sys.joined(root, "/", Self.route, "/", key.rawValue) }
+    package var directory: String { Sys.path(root, "/", Self.route, "/", key.rawValue) }
     package var messagesDirectory: String { messages.directory }
-    var logPath: String { Sys.joined(directory, "/changes.log") }
+    var logPath: String { Sys.path(directory, "/changes.log") }
 
-    private func fileName(_ id: MessageID) -> String { Sys.joined(id.rawValue, ".json") }
+    private func fileName(_ id: MessageID) -> String { Sys.path(id.rawValue, ".json") }
 
     private func place(_ id: MessageID) -> DocumentPlace { DocumentPlace(route: Self.route, key: key, id: id.rawValue) }
 

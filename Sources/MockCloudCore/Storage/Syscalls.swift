@@ -42,20 +42,19 @@ package enum Sys {
         }
     }
 
-    /// The parts in one string of exactly their size, for file paths.
-    /// `a + "/" + b` grows a string twice and can leave it twice the size it
-    /// needs; a native string with room for 64 bytes or more also has a slot
-    /// for UTF-16 breadcrumbs, and freeing the first such string costs a
-    /// process about 35k instructions of run-time type lookup
-    /// (Benchmarks/README.md, "Where the time goes"). A path shorter than
-    /// 64 bytes built here never pays that.
-    /// Up to six parts, as arguments rather than an array: a request that
-    /// frees an array of strings runs their generic destroy code.
-    package static func joined(
+    /// A path, or a file name, from up to six pieces, in one string of
+    /// exactly their size. `a + "/" + b` grows a string twice and can leave
+    /// it twice the room it needs, and a native string with room for 64 bytes
+    /// or more has a slot for UTF-16 breadcrumbs: the first release of such a
+    /// string costs a process about 35k instructions of run-time type lookup
+    /// (Benchmarks/README.md, "Where the time goes"). A CGI process keeps its
+    /// long paths until it exits instead (`keptUntilExit`). The pieces are
+    /// arguments, not an array: freeing an array of strings runs generic code.
+    package static func path(
         _ a: String, _ b: String, _ c: String = "", _ d: String = "", _ e: String = "", _ f: String = ""
     ) -> String {
         let count = a.utf8.count + b.utf8.count + c.utf8.count + d.utf8.count + e.utf8.count + f.utf8.count
-        return String(unsafeUninitializedCapacity: count) { buffer in
+        let path = String(unsafeUninitializedCapacity: count) { buffer in
             var end = 0
             func copy(_ part: String) {
                 var part = part
@@ -73,6 +72,22 @@ package enum Sys {
             copy(f)
             return end
         }
+        return keptUntilExit(path)
+    }
+
+    /// Set by `CGIProgram.serve`: a process that answers one request and
+    /// exits keeps every string of 64 bytes or more that `path` and the
+    /// environment give it (a handful: paths, a long data directory), so
+    /// that none is released before `exit`. The admin tool and the tests,
+    /// which live longer, keep nothing.
+    nonisolated(unsafe) package static var keepsLongStrings = false
+    nonisolated(unsafe) private static var kept: [String] = []
+
+    /// `text`, kept alive until the process exits when `keepsLongStrings` is
+    /// on and it is 64 bytes or longer.
+    package static func keptUntilExit(_ text: String) -> String {
+        if keepsLongStrings && text.utf8.count >= 64 { kept.append(text) }
+        return text
     }
 
     // Paths reach C through `withCString`, which hands over a native
@@ -205,7 +220,7 @@ package enum Sys {
         let code = Glibc.errno
         if code == EEXIST { return }
         if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try makeDirectories(String(path[..<slash]), mode: mode)
+            try makeDirectories(keptUntilExit(String(path[..<slash])), mode: mode)
             if path.withCString({ Glibc.mkdir($0, mode) }) == 0 || Glibc.errno == EEXIST { return }
             throw SystemError("mkdir", path: path, errno: Glibc.errno)
         }
