@@ -39,7 +39,7 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let expected = scanner.value(level: 1)
         require(Skeleton(value) == expected, "the tree of \(show(bytes)) is \(Skeleton(value)), a scan says \(expected)")
         checkRoundTrip(value, lenient: true)
-        if scanner.maxLevel <= JSONParser.defaultMaxDepth && largestObject(value) <= JSONParser.linearSearchLimit {
+        if scanner.maxLevel <= JSONParser.defaultMaxDepth && largestObject(value) <= JSONParser.compactFormMemberLimit {
             let stored = JSONPrinter.pretty(value)
             require(JSONParser.compactForm(ofStored: stored) == JSONPrinter.compact(value),
                     "the compactor does not answer the stored form \(show(stored)) as the printer does")

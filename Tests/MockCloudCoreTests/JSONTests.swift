@@ -320,11 +320,24 @@ import Testing
     @Test(arguments: [
         #"{"a": "\/"}"#, #"{"a": "\u0041"}"#, #"{"a": "\u00E9"}"#, #"{"a": "\u000a"}"#, #"{"a": "\u0022"}"#,
         "{\"a\": \"caf\u{e9}\"}", "{\"a\": \"\u{7f}\"}", #"{"a": 1, "a": 2}"#, #"{"a": {"b": 1, "b": 1}}"#,
-        #"{"\u00e9": 1, "\u00e9": 2}"#,
+        #"{"\u00e9": 1, "\u00e9": 2}"#, #"{"a": {"x": 1}, "a": 2}"#, #"[{"a": 1}, {"b": {"a": 1}, "b": 2}]"#,
     ])
     func otherSpellingsAndRepeatedKeysAreLeftToTheParser(_ text: String) throws {
         _ = try Self.printed(text)
         #expect(Self.compacted(text) == nil)
+    }
+
+    /// Every character through the printer's own escapes, one string per
+    /// boundary of its table, is read back as printed.
+    @Test func everyStringThePrinterWritesIsCompacted() throws {
+        let scalars: [UInt32] = Array(0x00...0x21) + [0x22, 0x2F, 0x5C, 0x7E, 0x7F, 0x80, 0x9F, 0xA0, 0xFF, 0x100, 0x7FF, 0x800,
+            0x2028, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF]
+        for scalar in scalars {
+            let text = String(Character(Unicode.Scalar(scalar)!))
+            let value = JSONValue.object(JSONObject([JSONMember(text, .string("x" + text + "y"))]))
+            let stored = JSONPrinter.pretty(value)
+            #expect(JSONParser.compactForm(ofStored: stored) == JSONPrinter.compact(value), "U+\(String(scalar, radix: 16))")
+        }
     }
 
     @Test func theSameKeyInAnotherObjectIsNotARepeat() throws {
@@ -348,7 +361,7 @@ import Testing
         #expect(try Self.printed(deeper) == deeper)
     }
 
-    @Test func objectsOfUpToTheLinearSearchLimitAreCompacted() throws {
+    @Test func objectsOfUpToSixtyFourMembersAreCompacted() throws {
         func object(_ count: Int) -> String {
             "{" + (0..<count).map { #""k\#($0)": \#($0)"# }.joined(separator: ", ") + "}"
         }

@@ -8,10 +8,14 @@
 /// between them, so it is copied token by token: no tree, no strings, no
 /// member arrays, which were a third of a GET's instructions. Anything else
 /// (a hand edit with `\/`, raw UTF-8 or a repeated key, nesting past 64
-/// levels, an object of more than `linearSearchLimit` members, a byte order
+/// levels, an object of more than `compactFormMemberLimit` members, a byte order
 /// mark, a damaged file) gets `nil`, and the full parser and printer answer
 /// it as before, errors included.
 extension JSONParser {
+    /// The most members an object may have for `compactForm(ofStored:)`,
+    /// which looks for a repeated key among them one by one.
+    static let compactFormMemberLimit = 64
+
     /// `JSONPrinter.compact(try parse(bytes, maxDepth: storedDocumentMaxDepth,
     /// allowNonFinite: true))` for a document in the printers' own form;
     /// `nil` for any other text, valid or not.
@@ -29,7 +33,7 @@ extension JSONParser {
 
     /// Copies one value; false when it is not in the printers' form.
     private mutating func copyCompact(into out: inout [UInt8], keys: inout [Int], level: Int) -> Bool {
-        guard level <= Self.defaultMaxDepth, let byte = current else { return false }
+        guard level <= maxDepth, let byte = current else { return false }
         switch byte {
         case UInt8(ascii: "{"): return copyContainer(close: UInt8(ascii: "}"), into: &out, keys: &keys, level: level)
         case UInt8(ascii: "["): return copyContainer(close: UInt8(ascii: "]"), into: &out, keys: &keys, level: level)
@@ -37,9 +41,9 @@ extension JSONParser {
         case UInt8(ascii: "t"): return copyLiteral("true", into: &out)
         case UInt8(ascii: "f"): return copyLiteral("false", into: &out)
         case UInt8(ascii: "n"): return copyLiteral("null", into: &out)
-        case UInt8(ascii: "N"): return copyLiteral("NaN", into: &out)
-        case UInt8(ascii: "I"): return copyLiteral("Infinity", into: &out)
-        case UInt8(ascii: "-") where matches("-Infinity"): return copyLiteral("-Infinity", into: &out)
+        case UInt8(ascii: "N") where allowNonFinite: return copyLiteral("NaN", into: &out)
+        case UInt8(ascii: "I") where allowNonFinite: return copyLiteral("Infinity", into: &out)
+        case UInt8(ascii: "-") where allowNonFinite && matches("-Infinity"): return copyLiteral("-Infinity", into: &out)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             // Numbers keep their text, in the tree as here.
             let start = index
@@ -71,7 +75,7 @@ extension JSONParser {
         let firstKey = keys.count
         while true {
             if isObject {
-                guard current == UInt8(ascii: "\""), keys.count - firstKey < 2 * Self.linearSearchLimit,
+                guard current == UInt8(ascii: "\""), keys.count - firstKey < 2 * Self.compactFormMemberLimit,
                     let key = copyString(into: &out), !isRepeated(key, keys[firstKey...])
                 else { return false }
                 keys.append(key.lowerBound)

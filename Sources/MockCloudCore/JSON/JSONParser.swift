@@ -23,9 +23,8 @@ package struct JSONParser {
     /// whatever its own parser took (about 1000 levels), and an inbox
     /// envelope adds a level around a body that used all 64.
     package static let storedDocumentMaxDepth = 1000
-    /// Objects up to this many members find duplicate keys by a linear
-    /// search (and `compactForm(ofStored:)` reads them).
-    static let linearSearchLimit = 64
+    /// Objects up to this many members find duplicate keys by a linear search.
+    static let linearSearchLimit = 32
 
     /// Parses a whole document.
     /// - Parameter allowNonFinite: accept `NaN`, `Infinity` and `-Infinity`,
@@ -44,8 +43,8 @@ package struct JSONParser {
     }
 
     let bytes: [UInt8]
-    private let maxDepth: Int
-    private let allowNonFinite: Bool
+    let maxDepth: Int
+    let allowNonFinite: Bool
     var index = 0
 
     init(bytes: [UInt8], maxDepth: Int, allowNonFinite: Bool) {

@@ -51,6 +51,8 @@ package struct InboxRoute: Sendable {
 
     /// The route as the program runs it, configured from the environment.
     package init(config: ServiceConfig, environment: CGIEnvironment) throws {
+        // Read first, so that a throw leaves no half-copied integrity to
+        // destroy (that destroy built Optional metadata at run time).
         let settings = try InboxSettings(environment: environment)
         self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity)
     }

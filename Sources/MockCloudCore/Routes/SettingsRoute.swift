@@ -146,7 +146,7 @@ package struct SettingsRoute: Sendable {
         }
         let stored = StoredSettings(bytes: bytes)
         guard let document = stored.document else {
-            throw SettingsError.storedDocumentUnreadable(file: store.directory + "/" + store.fileName(for: key))
+            throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
         }
         return .json(200, document, header: "ETag", stored.etag)
     }
@@ -164,7 +164,7 @@ package struct SettingsRoute: Sendable {
         let patch = try Self.parseObject(request.body, or: SettingsError.mergePatchNotObject)
         return try write(key, request) { current in
             guard let current else { throw SettingsError.nothingStored }
-            let file = store.directory + "/" + store.fileName(for: key)
+            let file = store.path(for: key)
             guard let stored = current.document else { throw SettingsError.storedDocumentUnreadable(file: file) }
             guard let document = stored.objectValue else { throw SettingsError.storedDocumentNotAnObject(file: file) }
             return JSONValue.object(document).merging(patch: .object(patch)).objectValue ?? JSONObject()

@@ -35,7 +35,7 @@ package enum DataDirectory {
     /// The names in a directory, sorted, without `.`, `..` and temporary files;
     /// empty when the directory does not exist.
     static func entries(_ directory: String) throws -> [String] {
-        guard let handle = opendir(directory) else {
+        guard let handle = directory.withCString({ opendir($0) }) else {
             if errno == ENOENT || errno == ENOTDIR { return [] }
             throw SystemError("opendir", path: directory, errno: errno)
         }

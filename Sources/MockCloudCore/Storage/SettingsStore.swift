@@ -10,14 +10,17 @@ package struct SettingsStore: Sendable {
 
     package init(root: String, integrity: Integrity = .off) {
         self.root = root
-        folder = DocumentFolder(directory: Sys.joined(root, "/", Self.route), integrity: integrity)
+        folder = DocumentFolder(directory: Sys.path(root, "/", Self.route), integrity: integrity)
     }
 
     /// The folder that holds every user's settings file.
     package var directory: String { folder.directory }
 
     /// The file name of a key's settings.
-    package func fileName(for key: UserKey) -> String { Sys.joined(key.rawValue, ".json") }
+    package func fileName(for key: UserKey) -> String { Sys.path(key.rawValue, ".json") }
+
+    /// The path of a key's settings file, for messages.
+    package func path(for key: UserKey) -> String { Sys.path(directory, "/", fileName(for: key)) }
 
     /// The stored bytes, verified, or `nil` when nothing is stored for `key`.
     package func read(_ key: UserKey) throws -> [UInt8]? {
