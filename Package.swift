@@ -23,6 +23,8 @@ let staticExecutable: [LinkerSetting] = [
 // (12k instructions a process), and copies and destroys of optional structs
 // are lowered directly, not through Optional's value witnesses (whose
 // first use builds Optional's metadata: 25k in every inbox request).
+// Both are hidden front-end flags of Swift 6.3: should a toolchain drop
+// one, remove it; only speed changes.
 let directMetadata: [SwiftSetting] = [
     .unsafeFlags([
         "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
