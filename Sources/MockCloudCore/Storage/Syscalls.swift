@@ -76,17 +76,20 @@ package enum Sys {
     }
 
     /// Set by `CGIProgram.serve`: a process that answers one request and
-    /// exits keeps every string of 64 bytes or more that `path` and the
+    /// exits keeps the strings of 64 bytes or more that `path` and the
     /// environment give it (a handful: paths, a long data directory), so
     /// that none is released before `exit`. The admin tool and the tests,
     /// which live longer, keep nothing.
     nonisolated(unsafe) package static var keepsLongStrings = false
     nonisolated(unsafe) private static var kept: [String] = []
+    /// A request that walks many files (a compaction) keeps the first ones
+    /// only: after these, one release costs little beside its work.
+    static let keptLimit = 1024
 
     /// `text`, kept alive until the process exits when `keepsLongStrings` is
     /// on and it is 64 bytes or longer.
     package static func keptUntilExit(_ text: String) -> String {
-        if keepsLongStrings && text.utf8.count >= 64 { kept.append(text) }
+        if keepsLongStrings && text.utf8.count >= 64 && kept.count < keptLimit { kept.append(text) }
         return text
     }
 
