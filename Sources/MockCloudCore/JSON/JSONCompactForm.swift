@@ -38,26 +38,27 @@ extension JSONParser {
         case UInt8(ascii: "{"): return copyContainer(close: UInt8(ascii: "}"), into: &out, keys: &keys, level: level)
         case UInt8(ascii: "["): return copyContainer(close: UInt8(ascii: "]"), into: &out, keys: &keys, level: level)
         case UInt8(ascii: "\""): return copyString(into: &out) != nil
-        case UInt8(ascii: "t"): return copyLiteral("true", into: &out)
-        case UInt8(ascii: "f"): return copyLiteral("false", into: &out)
-        case UInt8(ascii: "n"): return copyLiteral("null", into: &out)
-        case UInt8(ascii: "N") where allowNonFinite: return copyLiteral("NaN", into: &out)
-        case UInt8(ascii: "I") where allowNonFinite: return copyLiteral("Infinity", into: &out)
-        case UInt8(ascii: "-") where allowNonFinite && matches("-Infinity"): return copyLiteral("-Infinity", into: &out)
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            // Numbers keep their text, in the tree as here.
-            let start = index
-            do { try skipNumber() } catch { return false }
-            out.append(contentsOf: bytes[start..<index])
-            return true
+        case UInt8(ascii: "t"): return copyToken(into: &out) { try $0.expectLiteral("true") }
+        case UInt8(ascii: "f"): return copyToken(into: &out) { try $0.expectLiteral("false") }
+        case UInt8(ascii: "n"): return copyToken(into: &out) { try $0.expectLiteral("null") }
+        case UInt8(ascii: "N") where allowNonFinite: return copyToken(into: &out) { try $0.expectLiteral("NaN") }
+        case UInt8(ascii: "I") where allowNonFinite: return copyToken(into: &out) { try $0.expectLiteral("Infinity") }
+        case UInt8(ascii: "-") where allowNonFinite && matches("-Infinity"):
+            return copyToken(into: &out) { try $0.expectLiteral("-Infinity") }
+        // Numbers keep their text, in the tree as here.
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return copyToken(into: &out) { try $0.skipNumber() }
         default: return false
         }
     }
 
-    private mutating func copyLiteral(_ literal: StaticString, into out: inout [UInt8]) -> Bool {
-        guard matches(literal) else { return false }
-        out.append(contentsOf: bytes[index..<index + literal.utf8CodeUnitCount])
-        index += literal.utf8CodeUnitCount
+    /// Moves past one literal or number with the parser's own scanner
+    /// (`skip`) and copies the bytes it passed.
+    private mutating func copyToken(
+        into out: inout [UInt8], _ skip: (inout JSONParser) throws -> Void
+    ) -> Bool {
+        let start = index
+        do { try skip(&self) } catch { return false }
+        out.append(contentsOf: bytes[start..<index])
         return true
     }
 

@@ -97,7 +97,7 @@ package struct JSONParser {
         }
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONError) {
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONError) {
         guard matches(literal) else { throw failure("invalid literal") }
         index += literal.utf8CodeUnitCount
     }
