@@ -19,12 +19,13 @@ self-signed certificate). Then, in one run:
    inbox of 100 and of 100,000 messages.
 3. Binary sizes.
 
-The large inbox is written straight in the store's on-disk format (see
-Storage/ChangeLog.swift and InboxStore.swift), which takes seconds, not the
-minutes that 100,000 requests would. Everything runs on 127.0.0.1 and every
+The large inbox is written straight in the store's on-disk format (the
+harness's Tests/support/formats.py, checked against the programs by `make
+test`), which takes seconds, not the minutes that 100,000 requests would. Everything runs on 127.0.0.1 and every
 server started here is stopped by PID at the end. The tables go to stdout,
 Benchmarks/results/latest.md and the "## Performance" section of README.md.
-Only the standard library; the tools are wrk, hyperfine and a C compiler.
+Only the standard library and Tests/support/; the tools are wrk, hyperfine
+and a C compiler.
 """
 import argparse
 import atexit
@@ -46,9 +47,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-LAUNCHER = os.path.join(REPO, "nginx", "mockcloud-nginx.sh")
 CGI_BIN = os.path.join(REPO, "cgi-bin")
 LUA = os.path.join(HERE, "wrk", "report.lua")
+sys.dont_write_bytecode = True     # no __pycache__ in the repository
+sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+import cgi_program  # noqa: E402
+import formats  # noqa: E402
+import stack  # noqa: E402
 
 SETTINGS_BODY = (b'{"updatedAt": "20260518T044304.095000Z", "weightCalibrationFactor": 0.9990998620664758, '
                  b'"units": "metric", "height": 172, "reminders": {"weighIn": "07:30", "enabled": true}}')
@@ -70,50 +75,15 @@ def die(message):
     sys.exit(1)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def clean_env(**settings):
-    """The caller's environment without MockCloud settings, plus `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
-    env.update({k: str(v) for k, v in settings.items()})
-    return env
-
-
-# ---------------------------------------------------------------- servers
-
-class Stack:
-    """One `mockcloud-nginx.sh start` instance: nginx + fcgiwrap + a cgi-bin."""
-
-    def __init__(self, name, work, cgi_bin, cert=None):
-        self.name, self.cgi_bin = name, cgi_bin
-        self.port = free_port()
-        self.data = os.path.join(work, name + "-data")
-        self.run = os.path.join(work, name + "-run")
-        self.cert = cert
-        self.started = False
-
-    def env(self):
-        settings = dict(MOCKCLOUD_PORT=self.port, MOCKCLOUD_DATA=self.data, MOCKCLOUD_RUN=self.run,
-                        MOCKCLOUD_CGI_BIN=self.cgi_bin, MOCKCLOUD_HOST="127.0.0.1")
-        if self.cert:
-            settings.update(MOCKCLOUD_CERT=self.cert[0], MOCKCLOUD_CERT_KEY=self.cert[1])
-        return clean_env(**settings)
-
-    def start(self):
-        self.started = True
-        result = subprocess.run([LAUNCHER, "start"], env=self.env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        if result.returncode != 0:
-            die(f"could not start the {self.name} stack:\n{result.stderr}")
-
-    def stop(self):
-        if self.started:
-            self.started = False
-            subprocess.run([LAUNCHER, "stop"], env=self.env(), stdout=subprocess.DEVNULL)
+def start_stack(servers, name, work, cgi_bin, **settings):
+    """nginx + fcgiwrap + `cgi_bin` through the harness (Tests/support/stack.py),
+    in `servers` (stopped at exit) even when it fails to start."""
+    server = stack.Stack(work, name, cgi_bin, MOCKCLOUD_HOST="127.0.0.1", **settings)
+    servers.append(server)
+    try:
+        return server.start()
+    except RuntimeError as error:
+        die(f"could not start the {name} stack:\n{error}")
 
 
 class Peer:
@@ -121,7 +91,9 @@ class Peer:
 
     def __init__(self, script, work, cert):
         self.name = "peer"
-        self.port = free_port()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
         self.data = os.path.join(work, "peer-data")
         os.makedirs(self.data, mode=0o700)
         self.log = open(os.path.join(work, "peer.log"), "wb")
@@ -167,37 +139,6 @@ def https(port, method, path, headers, body=None):
 
 # ---------------------------------------------------------------- seeding
 
-def pad(line):
-    data = line.encode()
-    assert len(data) < 256, line
-    return data + b" " * (255 - len(data)) + b"\n"
-
-
-def seed_inbox(directory, count, generation):
-    """An inbox of `count` messages in the store's on-disk format
-    (Storage/ChangeLog.swift): a 256-byte header, then one 256-byte record per
-    change sorted by seq, and each message's envelope in messages/<id>.json,
-    compact JSON as JSONPrinter.compact writes it. The header reads as a log
-    just compacted (records = count), so no write would compact it soon."""
-    messages = os.path.join(directory, "messages")
-    os.makedirs(messages, mode=0o700)
-    log_bytes = [pad(f"MOCKCLOUD-INBOX-LOG 1 {generation} {0:020d} {count:020d} {count:020d} {0:020d}")]
-    base = datetime.datetime(2026, 5, 18, 4, 43, 4, tzinfo=datetime.timezone.utc)
-    for seq in range(1, count + 1):
-        message_id = f"m{seq:07d}"
-        log_bytes.append(pad(f"{seq:020d} P {seq:010d} {message_id:<200}"))
-        received = (base + datetime.timedelta(milliseconds=seq)).strftime("%Y%m%dT%H%M%S.%fZ")
-        envelope = {"id": message_id, "version": 0, "seq": seq, "source": "mirror-1", "serverReceivedAt": received,
-                    "body": {"kg": round(60 + seq % 300 / 10, 1), "fat": 18.2, "measuredAt": "2026-05-18T04:43:04.095Z",
-                             "device": "mirror-1"}}
-        fd = os.open(os.path.join(messages, message_id + ".json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, json.dumps(envelope).encode())
-        os.close(fd)
-    fd = os.open(os.path.join(directory, "changes.log"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.write(fd, b"".join(log_bytes))
-    os.close(fd)
-
-
 def cached_inbox(seed, key, count):
     """A seeded inbox of `count` messages under seed/ (seeded first when it
     is not there whole) and the anchor of its newest PAGE changes."""
@@ -208,12 +149,13 @@ def cached_inbox(seed, key, count):
         if os.path.exists(directory):
             shutil.rmtree(directory)
         os.makedirs(seed, mode=0o700, exist_ok=True)
-        seed_inbox(directory, count, os.urandom(8).hex())
+        formats.write_inbox(directory, count, os.urandom(8).hex(), body_of=lambda seq: {
+            "kg": round(60 + seq % 300 / 10, 1), "fat": 18.2, "measuredAt": "2026-05-18T04:43:04.095Z",
+            "device": "mirror-1"})
         os.sync()  # nothing left for writeback to do while we measure
         open(done, "w").close()
     with open(os.path.join(directory, "changes.log"), "rb") as f:
-        header = f.read(256).decode()
-    generation = header.split()[2]
+        generation = formats.decode_header(f.read(formats.RECORD)).generation
     return directory, f"{generation}.0.{count - PAGE}"
 
 
@@ -221,8 +163,8 @@ def run_cgi(program, env, body=b""):
     """Runs a CGI program directly; returns (status, body bytes)."""
     env = dict(env, CONTENT_LENGTH=str(len(body)) if body else "")
     out = subprocess.run([program], input=body, env=env, stdout=subprocess.PIPE, check=False).stdout
-    head, _, payload = out.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]), payload
+    status, _, payload, _ = cgi_program.parse_output(out)
+    return status, payload
 
 
 def anatomy(program, env_for, body, runs, strace, work):
@@ -259,12 +201,7 @@ def anatomy(program, env_for, body, runs, strace, work):
 
 
 def cgi_env(data, method, uri, key, query="", **extra):
-    env = {"PATH": "/usr/bin:/bin", "GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": uri,
-           "SCRIPT_NAME": uri, "REQUEST_URI": uri + ("?" + query if query else ""), "QUERY_STRING": query,
-           "CONTENT_LENGTH": "", "CONTENT_TYPE": "", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_X_USER_KEY": key,
-           "MOCKCLOUD_DATA": data}
-    env.update(extra)
-    return env
+    return cgi_program.environment(method, uri, data, {"X-User-Key": key}, query, extra=extra)
 
 
 # ---------------------------------------------------------------- wrk
@@ -412,21 +349,19 @@ def main():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(130))
 
-    # The floor: one static binary under both program names.
+    # The floor: one static binary under both program names, with the
+    # change-log format from the harness's one definition.
     floor_bin = os.path.join(work, "floor-bin")
     os.makedirs(floor_bin)
     floor = os.path.join(floor_bin, "user-settings")
-    subprocess.run([compiler, "-O2", "-static", "-o", floor, os.path.join(HERE, "floor.c")], check=True)
+    subprocess.run([compiler, "-O2", "-static", "-I", formats.write_c_header(work), "-o", floor,
+                    os.path.join(HERE, "floor.c")], check=True)
     os.link(floor, os.path.join(floor_bin, "inbox"))
 
     log("starting the stacks")
-    ours = Stack("ours", work, CGI_BIN)
-    servers.append(ours)
-    ours.start()
+    ours = start_stack(servers, "ours", work, CGI_BIN)
     cert = (os.path.join(ours.run, "tls", "cert.pem"), os.path.join(ours.run, "tls", "key.pem"))
-    floor_stack = Stack("floor", work, floor_bin, cert)
-    servers.append(floor_stack)
-    floor_stack.start()
+    floor_stack = start_stack(servers, "floor", work, floor_bin, MOCKCLOUD_CERT=cert[0], MOCKCLOUD_CERT_KEY=cert[1])
     peer = None
     if args.peer:
         peer = Peer(args.peer, work, cert)

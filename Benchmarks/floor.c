@@ -11,7 +11,11 @@
  *
  *   GET/PUT /user/settings, GET/PUT /inbox/<id>, GET /inbox?anchor=&limit=
  *
- * Build: cc -O2 -static -o floor floor.c
+ * The change-log format comes from the harness's one definition, as a header
+ * generated at build time (bench.py does this):
+ *
+ *   python3 Tests/support/formats.py c-header >changelog_format.h
+ *   cc -O2 -static -I. -o floor floor.c
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,7 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { RECORD = 256, ID_MAX = 200 };
+#include "changelog_format.h"
+
+enum { RECORD = CHANGELOG_RECORD, ID_MAX = CHANGELOG_ID_MAX };
 
 static const char *data;
 
@@ -200,10 +206,16 @@ static long long field(const char *json, const char *name) {
     return p ? number_at(p + strlen(pat), 20) : -1;
 }
 
-/* Field `i` after the generation in the log header: `MOCKCLOUD-INBOX-LOG 1
- * <generation:16> <compactedThrough:20> <lastSeq:20> <records:20> <epoch:20>`. */
+/* Number `i` after the generation in the log header (0: compactedThrough,
+ * 1: lastSeq, 2: records, 3: epoch). */
 static long long header_field(const char *header, int i) {
-    return number_at(header + 39 + 21 * i, 20);
+    return number_at(header + CHANGELOG_HEADER_NUMBER_AT(i), CHANGELOG_NUMBER_DIGITS);
+}
+
+/* A record's bytes: the line, spaces, a newline at the end. */
+static void pad_record(char *record, int n) {
+    memset(record + n, ' ', RECORD - 1 - n);
+    record[RECORD - 1] = '\n';
 }
 
 /* ---------------------------------------------------------------- /user/settings */
@@ -272,13 +284,11 @@ static void inbox_put(const char *key, const char *id, const char *body, size_t 
     int fd = open(logp, O_RDWR | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
         unsigned char g[8];
-        char header[RECORD];
+        char header[RECORD], gen[17];
         if (getrandom(g, 8, 0) != 8) syserr("getrandom", "");
+        for (int i = 0; i < 8; i++) snprintf(gen + 2 * i, 3, "%02x", g[i]);
         mkdirs(msgs);
-        int n = snprintf(header, sizeof header, "MOCKCLOUD-INBOX-LOG 1 %02x%02x%02x%02x%02x%02x%02x%02x %020d %020d %020d %020d",
-                         g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], 0, 0, 0, 0);
-        memset(header + n, ' ', RECORD - 1 - n);
-        header[RECORD - 1] = '\n';
+        pad_record(header, snprintf(header, sizeof header, CHANGELOG_HEADER_FORMAT, gen, 0LL, 0LL, 0LL, 0LL));
         atomic_write(dir, "changes.log", header, RECORD);
         fd = open(logp, O_RDWR | O_CLOEXEC);
     }
@@ -289,9 +299,9 @@ static void inbox_put(const char *key, const char *id, const char *body, size_t 
     long long count = st.st_size / RECORD - 1, last_seq = header_field(header, 1), live = 0;
     if (count > 0) {
         if (pread(fd, tail, RECORD, count * RECORD) != RECORD) syserr("read", logp);
-        long long seq = number_at(tail, 20);
+        long long seq = number_at(tail, CHANGELOG_NUMBER_DIGITS);
         if (seq > last_seq) last_seq = seq;
-        live = number_at(tail + 23, 10);
+        live = number_at(tail + CHANGELOG_LIVE_AT, CHANGELOG_LIVE_DIGITS);
     }
 
     size_t n;
@@ -301,9 +311,7 @@ static void inbox_put(const char *key, const char *id, const char *body, size_t 
     if (created) live++;
 
     char record[RECORD + 1];
-    int r = snprintf(record, sizeof record, "%020lld P %010lld %-200s", last_seq + 1, live, id);
-    memset(record + r, ' ', RECORD - 1 - r);
-    record[RECORD - 1] = '\n';
+    pad_record(record, snprintf(record, sizeof record, CHANGELOG_RECORD_FORMAT, last_seq + 1, "P", live, id));
     if (pwrite(fd, record, RECORD, (count + 1) * RECORD) != RECORD) syserr("pwrite", logp);
     if (fdatasync(fd) < 0) syserr("fdatasync", logp);
 
@@ -365,8 +373,8 @@ static void inbox_feed(const char *key) {
     struct stat st;
     char header[RECORD], rec[RECORD];
     if (fstat(fd, &st) < 0 || pread(fd, header, RECORD, 0) != RECORD) syserr("read", logp);
-    memcpy(gen, header + 22, 16);
-    gen[16] = 0;
+    memcpy(gen, header + CHANGELOG_GENERATION_AT, CHANGELOG_GENERATION_DIGITS);
+    gen[CHANGELOG_GENERATION_DIGITS] = 0;
     epoch = header_field(header, 3);
     long long count = st.st_size / RECORD - 1;
     if (a && after && strcmp(want_gen, gen)) fail("410 Gone", "anchor belongs to an inbox that no longer exists; restart without an anchor");
@@ -375,7 +383,7 @@ static void inbox_feed(const char *key) {
     while (lo < hi) {
         long long mid = (lo + hi) / 2;
         if (pread(fd, rec, RECORD, (mid + 1) * RECORD) != RECORD) syserr("read", logp);
-        if (number_at(rec, 20) <= after) lo = mid + 1; else hi = mid;
+        if (number_at(rec, CHANGELOG_NUMBER_DIGITS) <= after) lo = mid + 1; else hi = mid;
     }
 
     buf messages = {0}, deleted = {0};
@@ -387,15 +395,16 @@ static void inbox_feed(const char *key) {
         if (pread(fd, chunk, want * RECORD, (i + 1) * RECORD) != want * RECORD) syserr("read", logp);
         for (long long j = 0; j < want; j++, i++) {
             const char *r = chunk + j * RECORD;
-            long long seq = number_at(r, 20);
-            int id_len = (int)strcspn(r + 34, " ");
-            snprintf(path, sizeof path, "%s/inbox/%s/messages/%.*s.json", data, key, id_len, r + 34);
+            long long seq = number_at(r, CHANGELOG_NUMBER_DIGITS);
+            const char *id = r + CHANGELOG_ID_AT;
+            int id_len = (int)strcspn(id, " ");
+            snprintf(path, sizeof path, "%s/inbox/%s/messages/%.*s.json", data, key, id_len, id);
             size_t n;
             char *env = read_file(path, &n);
             if (env && field(env, "seq") == seq) { /* else superseded by a later change */
                 if (taken == limit) { has_more = 1; break; }
                 if (strstr(env, "\"deleted\": true")) {
-                    putf(&deleted, "%s{\"id\": \"%.*s\", \"seq\": %lld}", deleted.n ? ", " : "", id_len, r + 34, seq);
+                    putf(&deleted, "%s{\"id\": \"%.*s\", \"seq\": %lld}", deleted.n ? ", " : "", id_len, id, seq);
                 } else {
                     if (messages.n) put(&messages, ", ", 2);
                     put(&messages, env, n);

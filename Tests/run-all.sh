@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Swift unit and process tests (`swift test`, the process
-# tests running the installed release programs in cgi-bin/), then the
-# acceptance tests through nginx + fcgiwrap + TLS, then the short stress run
+# tests running the installed release programs in cgi-bin/), the harness's
+# change-log format against those programs (Tests/support/check_formats.py),
+# then the acceptance tests through nginx + fcgiwrap + TLS, then the short stress run
 # (hostile requests, crashes, disk full, concurrency) and a short fuzz run
 # (every regression replayed, each target a few seconds). Prints one combined
 # `N passed, M failed` as its last line; exits 1 when anything failed.
@@ -70,6 +71,7 @@ run_suite() {
     total_failed=$((total_failed + failed))
 }
 
+run_suite formats Tests/support/check_formats.py
 run_suite acceptance Tests/acceptance/run.sh
 run_suite stress Tests/stress/short.sh
 # Every fuzz reproducer replayed, then each target fuzzed briefly.

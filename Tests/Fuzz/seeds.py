@@ -6,8 +6,13 @@ the fuzzer mutates them, so each names one shape the parsers must handle."""
 import base64
 import os
 import shutil
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True     # no __pycache__ in the repository
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+import cgi_program  # noqa: E402
+import formats  # noqa: E402
 
 
 def write_corpus(target, seeds):
@@ -78,19 +83,26 @@ json_seeds = {
 
 
 def request(env, body=""):
+    """A CGIFuzz input: NAME=value lines, an empty line, the body."""
     text = "".join("%s=%s\n" % kv for kv in env) + "\n"
     return text.encode() + (body.encode() if isinstance(body, str) else body)
 
 
+def cgi(method, path, key, body, query="", extra=()):
+    """A request in the environment nginx and fcgiwrap give it (the fuzz
+    target sets MOCKCLOUD_DATA itself)."""
+    body = body.encode() if isinstance(body, str) else body
+    env = cgi_program.environment(method, path, headers={"X-User-Key": key}, query=query, body=body,
+                                  extra=dict(extra))
+    return request(sorted(env.items()), body)
+
+
 def settings(method, key="alice", body="", extra=()):
-    return request([("REQUEST_METHOD", method), ("DOCUMENT_URI", "/user/settings"), ("HTTP_X_USER_KEY", key)] + list(extra), body)
+    return cgi(method, "/user/settings", key, body, extra=extra)
 
 
-def inbox(method, path="/inbox", key="alice", body="", query=None, extra=()):
-    env = [("REQUEST_METHOD", method), ("DOCUMENT_URI", path), ("HTTP_X_USER_KEY", key)]
-    if query is not None:
-        env.append(("QUERY_STRING", query))
-    return request(env + list(extra), body)
+def inbox(method, path="/inbox", key="alice", body="", query="", extra=()):
+    return cgi(method, path, key, body, query, extra)
 
 
 def seq(*requests):
@@ -192,13 +204,11 @@ anchor_seeds = {
 
 
 def record(seq, kind, live, ident):
-    line = "%020d %s %010d %s" % (seq, kind, live, ident.ljust(200))
-    return (line.ljust(255) + "\n").encode()
+    return formats.encode_record(formats.Record(seq, kind, live, ident))
 
 
 def header(gen, compacted, last, records, epoch):
-    line = "MOCKCLOUD-INBOX-LOG 1 %s %020d %020d %020d %020d" % (gen, compacted, last, records, epoch)
-    return (line.ljust(255) + "\n").encode()
+    return formats.encode_header(formats.Header(gen, compacted, last, records, epoch))
 
 
 changelog_seeds = {

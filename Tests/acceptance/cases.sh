@@ -1,15 +1,11 @@
 # The setup and case helpers shared by the acceptance runner and the stress
-# scripts (sourced): where the repository, launcher and programs are, a
-# clean stack environment, and cases: a case starts with `it "what it
-# proves"`, collects `fail` lines, and counts as passed when it has none.
+# scripts (sourced): stacks from the harness (Tests/support/stack.sh: REPO,
+# LAUNCHER, free_port, start_stack, stop_stacks), and cases: a case starts
+# with `it "what it proves"`, collects `fail` lines, and counts as passed
+# when it has none.
 
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
-export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
-# The stacks are configured by the tests only, whatever the caller's environment says.
-unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
-    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_PORT MOCKCLOUD_DATA MOCKCLOUD_RUN MOCKCLOUD_TOKENS \
-    MOCKCLOUD_INBOX_MAX_MESSAGES MOCKCLOUD_INBOX_TOMBSTONE_HORIZON MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS
+# shellcheck source=../support/stack.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/stack.sh"
 
 # The real interpreter first on PATH: a version manager's python3 shim costs
 # ~0.2 s a call, and the checks call python3 a few hundred times.
@@ -46,8 +42,4 @@ finish_case() {
         printf '        %s\n' "${CASE_FAILURES[@]}"
     fi
     CASE_NAME=""
-}
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }

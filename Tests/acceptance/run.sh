@@ -27,14 +27,11 @@ source "$HERE/cases.sh"
 
 # Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
 WORK="$(mktemp -d /tmp/mca.XXXXXX)"
-STACK_RUNS=()
 SERVER_PIDS=()
 
 cleanup() {
-    local run pid
-    for run in "${STACK_RUNS[@]}"; do
-        MOCKCLOUD_RUN="$run" "$LAUNCHER" stop || echo "could not stop the stack in $run" >&2
-    done
+    local pid
+    stop_stacks
     for pid in "${SERVER_PIDS[@]}"; do stop_server "$pid"; done
     rm -rf "$WORK"
 }
@@ -169,22 +166,9 @@ PYTHON
 
 # ---------------------------------------------------------------- helpers
 
-# start_stack NAME [VAR=value ...]: a stack of its own (run dir, data dir,
-# port), with extra MOCKCLOUD_* settings; it becomes the one `expect` talks to.
-start_stack() {
-    local name="$1" port
-    shift
-    port="$(free_port)"
-    STACK_RUNS+=("$WORK/$name")
-    if ! env "MOCKCLOUD_RUN=$WORK/$name" "MOCKCLOUD_DATA=$WORK/$name-data" "MOCKCLOUD_PORT=$port" "$@" \
-        "$LAUNCHER" start >"$WORK/$name-start.log" 2>&1; then
-        printf 'could not start the %s stack:\n' "$name"
-        sed 's/^/    /' "$WORK/$name-start.log"
-        return 1
-    fi
-    use_stack "$name" "$port"
-}
-
+# start_stack NAME [VAR=value ...] (Tests/support/stack.sh) starts a stack of
+# its own, which becomes the one `expect` talks to; use_stack NAME PORT goes
+# back to one started before.
 use_stack() {
     STACK="$1"
     PORT="$2"

@@ -43,6 +43,7 @@ import time
 sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
+import cgi_program  # noqa: E402  (Tests/support/, on the path stresslib sets)
 
 SETTINGS = "/user/settings"
 RUN_ID = "%x" % int(time.time() * 1000 % 0xFFFFFF)
@@ -87,8 +88,8 @@ class Direct:
         data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         program = "user-settings" if path.startswith(SETTINGS) else "inbox"
         path, _, query = path.partition("?")
-        status, out_headers, out_body, whole, code = stresslib.run_program(
-            self.cgi_bin, program, method, path, self.data, headers, query, data)
+        status, out_headers, out_body, whole, code = cgi_program.run(
+            os.path.join(self.cgi_bin, program), method, path, self.data, headers, query, data)
         if not whole:
             raise RuntimeError("%s %s: no whole answer (exit %s)" % (method, path, code))
         return status, out_headers, out_body

@@ -50,6 +50,7 @@ import time
 sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
+import cgi_program  # noqa: E402  (Tests/support/, on the path stresslib sets)
 
 SETTINGS_KEYS = ["ck0", "ck1", "ck2", "ck3"]
 INBOX_KEYS = ["ci0", "ci1"]
@@ -163,7 +164,7 @@ def run_one(args, plan, rng_lock, rng, env_extra, data):
     with rng_lock:
         kill = rng.random() < args.kill_share
         delay = rng.uniform(0, args.max_delay_ms) / 1000.0
-    env = stresslib.cgi_environment(method, path, data, headers, body=body, extra=env_extra)
+    env = cgi_program.environment(method, path, data, headers, body=body, extra=env_extra)
     proc = subprocess.Popen([os.path.join(args.cgi_bin, program)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env)
     started = time.monotonic()
@@ -181,7 +182,7 @@ def run_one(args, plan, rng_lock, rng, env_extra, data):
             proc.send_signal(signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
     killed = proc.returncode == -signal.SIGKILL
-    status, _, _, whole, = stresslib.parse_cgi_output(out)[:4]
+    status, _, _, whole, = cgi_program.parse_output(out)[:4]
     plan.record(op, status, whole, killed, proc.returncode)
     if err and not killed:
         with plan.lock:
@@ -190,7 +191,7 @@ def run_one(args, plan, rng_lock, rng, env_extra, data):
 
 
 def program(args, env_extra, data, name, method, path, headers=None, query="", body=b""):
-    return stresslib.run_program(args.cgi_bin, name, method, path, data, headers, query, body, env_extra)
+    return cgi_program.run(os.path.join(args.cgi_bin, name), method, path, data, headers, query, body, env_extra)
 
 
 def read_feed(args, env_extra, data, key, limit):

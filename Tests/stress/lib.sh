@@ -1,9 +1,9 @@
-# Shell helpers of the stress scripts (sourced): cases, HTTPS requests to a
-# stack with curl -k, and stacks started with the project's launcher and
-# stopped by it (by PID). Set WORK before sourcing; it holds everything.
+# Shell helpers of the stress scripts (sourced): cases and stacks (through
+# ../acceptance/cases.sh and the harness in Tests/support/stack.sh), HTTPS
+# requests to a stack with curl -k. Set WORK before sourcing; it holds
+# everything.
 
 STRESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-STACK_RUNS=()
 # shellcheck source=../acceptance/cases.sh
 source "$STRESS_DIR/../acceptance/cases.sh"
 
@@ -11,31 +11,6 @@ summary() {
     finish_case
     printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
     ((FAILED == 0))
-}
-
-# start_stack NAME DATA_DIR [VAR=value ...]: a stack on a free port with its
-# own run directory; BASE, RUN and DATA name it afterwards.
-start_stack() {
-    local name="$1" data="$2" port
-    shift 2
-    port="$(free_port)"
-    RUN="$WORK/$name"
-    DATA="$data"
-    BASE="https://127.0.0.1:$port"
-    STACK_RUNS+=("$RUN")
-    if ! env "MOCKCLOUD_RUN=$RUN" "MOCKCLOUD_DATA=$DATA" "MOCKCLOUD_PORT=$port" "$@" \
-        "$LAUNCHER" start >"$WORK/$name-start.log" 2>&1; then
-        sed 's/^/    /' "$WORK/$name-start.log"
-        return 1
-    fi
-}
-
-stop_stacks() {
-    local run
-    for run in "${STACK_RUNS[@]}"; do
-        MOCKCLOUD_RUN="$run" "$LAUNCHER" stop || echo "could not stop the stack in $run" >&2
-    done
-    STACK_RUNS=()
 }
 
 # req METHOD PATH [curl options]: one HTTPS request; STATUS, $WORK/body,

@@ -83,7 +83,7 @@ for program in user-settings inbox mockcloud-admin; do
 done
 
 if [[ -z "$ONLY" || "$ONLY" == hostile ]]; then
-    if start_stack hostile "$WORK/hostile-data"; then
+    if start_stack hostile; then
         part "hostile ($HOSTILE_REQUESTS requests, seed $SEED)" python3 "$STRESS_DIR/hostile.py" "$BASE" "$DATA" "$RUN" \
             --requests "$HOSTILE_REQUESTS" --seed "$SEED"
     else
@@ -107,7 +107,7 @@ if [[ -z "$ONLY" || "$ONLY" == diskfull ]]; then
 fi
 
 if [[ -z "$ONLY" || "$ONLY" == concurrency ]]; then
-    if start_stack concurrency "$WORK/concurrency-data"; then
+    if start_stack concurrency; then
         part "concurrency ($WRITERS writers)" python3 "$STRESS_DIR/concurrency.py" "$BASE" --data "$DATA" \
             --writers "$WRITERS" --increments "$INCREMENTS" --puts "$PUTS" --feed-ops "$FEED_OPS" "${EXTRA[@]}" \
             --seconds "$((PART_SECONDS - 30))"

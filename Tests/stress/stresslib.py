@@ -1,6 +1,7 @@
-"""What the stress scripts share: a stack through the launcher, raw TLS
-exchanges, the programs run as processes the way fcgiwrap runs them, and a
-checker that proves a data directory is whole.
+"""What the stress scripts share: raw TLS exchanges and a checker that
+proves a data directory is whole. Stacks, the programs run as fcgiwrap runs
+them and the change-log format come from the harness in Tests/support/
+(stack.sh, cgi_program.py, formats.py).
 
 Python 3 standard library only. Nothing here reads /work/shared or any path
 outside the repository and the directories the caller names.
@@ -10,19 +11,20 @@ import os
 import re
 import socket
 import ssl
-import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-LAUNCHER = os.path.join(REPO, "nginx", "mockcloud-nginx.sh")
+sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+import formats  # noqa: E402
 DEFAULT_CGI_BIN = os.environ.get("MOCKCLOUD_CGI_BIN") or os.path.join(REPO, "cgi-bin")
 
 # Clients may send numbers of any length; the checks must read them back.
-if hasattr(__import__("sys"), "set_int_max_str_digits"):
-    __import__("sys").set_int_max_str_digits(0)
+if hasattr(sys, "set_int_max_str_digits"):
+    sys.set_int_max_str_digits(0)
 
 # ---------------------------------------------------------------- results
 
@@ -52,48 +54,6 @@ class Checks:
     def summary(self):
         print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
         return 1 if self.failed else 0
-
-
-# ---------------------------------------------------------------- stacks
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Stack:
-    """nginx + fcgiwrap + the programs, started with the project's launcher on
-    a free 127.0.0.1 port with its own data and run directories; stopped by
-    the launcher, which stops each process by its recorded PID."""
-
-    def __init__(self, work, name, cgi_bin=None, **settings):
-        self.run = os.path.join(work, name)
-        self.data = os.path.join(work, name + "-data")
-        self.port = free_port()
-        self.base = "https://127.0.0.1:%d" % self.port
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
-        self.env.update(MOCKCLOUD_RUN=self.run, MOCKCLOUD_DATA=self.data, MOCKCLOUD_PORT=str(self.port),
-                        MOCKCLOUD_CGI_BIN=cgi_bin or DEFAULT_CGI_BIN)
-        self.env.update(settings)
-
-    def start(self):
-        out = subprocess.run([LAUNCHER, "start"], env=self.env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, timeout=60)
-        if out.returncode != 0:
-            raise RuntimeError("the stack did not start:\n" + out.stdout.decode(errors="replace"))
-        return self
-
-    def stop(self):
-        subprocess.run([LAUNCHER, "stop"], env=self.env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=60)
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 # ---------------------------------------------------------------- TLS
@@ -250,61 +210,6 @@ def request(base, method, path, headers=None, body=None, timeout=30.0):
     return responses[0]
 
 
-# ---------------------------------------------------------------- programs
-
-def cgi_environment(method, path, data, headers=None, query="", body=b"", extra=None):
-    """The environment fcgiwrap gives a program for this request (nginx's
-    fastcgi_params), with nothing else in it."""
-    env = {
-        "PATH": "/usr/bin:/bin", "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1",
-        "REQUEST_METHOD": method, "DOCUMENT_URI": path, "SCRIPT_NAME": path,
-        "REQUEST_URI": path + ("?" + query if query else ""), "QUERY_STRING": query,
-        "CONTENT_LENGTH": str(len(body)) if body else "", "CONTENT_TYPE": "",
-        "HTTPS": "on", "REQUEST_SCHEME": "https", "MOCKCLOUD_DATA": data,
-    }
-    for name, value in (headers or {}).items():
-        if name.lower() == "content-type":
-            env["CONTENT_TYPE"] = value
-        else:
-            env["HTTP_" + name.upper().replace("-", "_")] = value
-    env.update(extra or {})
-    return env
-
-
-def parse_cgi_output(out):
-    """(status, headers, body, whole) from a program's stdout; whole is True
-    when the headers ended and the body has its Content-Length."""
-    end = out.find(b"\r\n\r\n")
-    if end < 0:
-        return None, {}, b"", False
-    headers = {}
-    for line in out[:end].decode("latin-1").split("\r\n"):
-        if ":" in line:
-            name, value = line.split(":", 1)
-            headers[name.strip().lower()] = value.strip()
-    body = out[end + 4:]
-    try:
-        status = int(headers.get("status", "").split(" ")[0])
-    except ValueError:
-        return None, headers, body, False
-    if status in (204, 304):
-        return status, headers, body, body == b""
-    try:
-        whole = int(headers["content-length"]) == len(body)
-    except (KeyError, ValueError):
-        whole = False
-    return status, headers, body, whole
-
-
-def run_program(cgi_bin, program, method, path, data, headers=None, query="", body=b"", extra=None, timeout=30):
-    """Runs cgi-bin/<program> once; returns (status, headers, body, whole, exit code)."""
-    env = cgi_environment(method, path, data, headers, query, body, extra)
-    proc = subprocess.run([os.path.join(cgi_bin, program)], input=body, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-    status, out_headers, out_body, whole = parse_cgi_output(proc.stdout)
-    return status, out_headers, out_body, whole, proc.returncode
-
-
 # ---------------------------------------------------------------- Python layout
 
 
@@ -359,30 +264,19 @@ def settings_file_problem(raw):
 KEY = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 MESSAGE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
 TEMPORARY = re.compile(r"^\.~(.+)$")
-LOG_HEADER = re.compile(rb"^MOCKCLOUD-INBOX-LOG 1 [0-9a-f]{16} \d{20} \d{20} \d{20} \d{20} *\n$")
-LOG_RECORD = re.compile(rb"^(\d{20}) ([PD]) (\d{10}) ([A-Za-z0-9._:-]{1,200}) *\n$")
-RECORD = 256
-
-
 def read_log(path):
     """(header ok, [(seq, kind, live, id)], torn tail records, problems)."""
-    raw = open(path, "rb").read()
+    header, decoded, partial = formats.read_log(open(path, "rb").read())
     problems = []
-    whole = len(raw) // RECORD
-    if len(raw) < RECORD or not LOG_HEADER.match(raw[:RECORD]):
+    if header is None:
         return False, [], 0, ["%s: no valid header record" % path]
-    decoded = []
-    for index in range(1, whole):
-        match = LOG_RECORD.match(raw[index * RECORD:(index + 1) * RECORD])
-        decoded.append((int(match.group(1)), match.group(2).decode(), int(match.group(3)),
-                        match.group(4).decode()) if match else None)
     # What a crash may leave: a partial record, or records that do not decode,
     # at the very end only (the next writer cuts them off).
     torn = 0
     while decoded and decoded[-1] is None:
         decoded.pop()
         torn += 1
-    if len(raw) % RECORD:
+    if partial:
         torn += 1
     if None in decoded:
         problems.append("%s: a damaged record before the end (record %d)" % (path, decoded.index(None) + 1))

@@ -1,0 +1,56 @@
+"""A MockCloud stack for Python callers (Benchmarks/bench.py), started and
+stopped by the shell harness Tests/support/stack.sh, the one that the
+acceptance and stress scripts source: same free port, same directories,
+same launcher.
+
+Python 3 standard library only.
+"""
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+STACK_SH = os.path.join(HERE, "stack.sh")
+DEFAULT_CGI_BIN = os.environ.get("MOCKCLOUD_CGI_BIN") or os.path.join(REPO, "cgi-bin")
+
+
+class Stack:
+    """nginx + fcgiwrap + the programs in `cgi_bin` on a free 127.0.0.1
+    port, run directory work/NAME, data work/NAME-data; `settings` are more
+    MOCKCLOUD_* variables for the launcher (MOCKCLOUD_DATA among them wins).
+    Nothing else of the caller's MOCKCLOUD_* environment reaches it."""
+
+    def __init__(self, work, name, cgi_bin=None, **settings):
+        self.work, self.name = work, name
+        self.cgi_bin = cgi_bin or DEFAULT_CGI_BIN
+        self.settings = dict(settings, MOCKCLOUD_CGI_BIN=self.cgi_bin)
+        self.port = self.base = self.run = self.data = None
+
+    def _env(self):
+        return {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
+
+    def start(self):
+        """Starts it, or raises RuntimeError with the launcher's words."""
+        args = ["%s=%s" % item for item in sorted(self.settings.items())]
+        out = subprocess.run([STACK_SH, "start", self.work, self.name] + args, env=self._env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        # Recorded before the check: a stack that half started is stopped too.
+        self.run = os.path.join(self.work, self.name)
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr.decode(errors="replace").rstrip())
+        port, self.run, self.data = out.stdout.decode().splitlines()[-3:]
+        self.port = int(port)
+        self.base = "https://127.0.0.1:%d" % self.port
+        return self
+
+    def stop(self):
+        if self.run:
+            subprocess.run([STACK_SH, "stop", self.run], env=self._env(), stdout=subprocess.DEVNULL,
+                           timeout=120)
+            self.run = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The one way the tests and benchmarks start and stop a MockCloud stack
+# (nginx + fcgiwrap + the programs, through nginx/mockcloud-nginx.sh): on a
+# free 127.0.0.1 port, with run and data directories under the caller's
+# WORK, stopped by the launcher (each process by its recorded PID).
+#
+# Sourced (the acceptance and stress scripts; set WORK first):
+#   start_stack NAME [VAR=value ...]   run dir $WORK/NAME, data $WORK/NAME-data
+#                                      (a MOCKCLOUD_DATA=... among the VARs wins);
+#                                      sets STACK, PORT, BASE, RUN and DATA
+#   stop_stacks                        stops every stack started so far
+# Run (Tests/support/stack.py does, for Python):
+#   stack.sh start WORK NAME [VAR=value ...]   prints PORT, RUN and DATA, a line each
+#   stack.sh stop RUN
+
+SUPPORT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$SUPPORT_DIR/../.." && pwd)"
+LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
+export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
+# The stacks are configured by the tests only, whatever the caller's environment says.
+unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
+    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_PORT MOCKCLOUD_DATA MOCKCLOUD_RUN MOCKCLOUD_TOKENS \
+    MOCKCLOUD_INBOX_MAX_MESSAGES MOCKCLOUD_INBOX_TOMBSTONE_HORIZON MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS
+STACK_RUNS=()
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start_stack() {
+    local name="$1" port data setting
+    shift
+    data="$WORK/$name-data"
+    for setting in "$@"; do
+        [[ "$setting" != MOCKCLOUD_DATA=* ]] || data="${setting#MOCKCLOUD_DATA=}"
+    done
+    port="$(free_port)"
+    STACK_RUNS+=("$WORK/$name")
+    if ! env "MOCKCLOUD_RUN=$WORK/$name" "MOCKCLOUD_DATA=$data" "MOCKCLOUD_PORT=$port" "$@" \
+        "$LAUNCHER" start >"$WORK/$name-start.log" 2>&1; then
+        printf 'could not start the %s stack:\n' "$name"
+        sed 's/^/    /' "$WORK/$name-start.log"
+        return 1
+    fi
+    STACK="$name"
+    PORT="$port"
+    BASE="https://127.0.0.1:$port"
+    RUN="$WORK/$name"
+    DATA="$data"
+}
+
+stop_stacks() {
+    local run
+    for run in "${STACK_RUNS[@]}"; do
+        MOCKCLOUD_RUN="$run" "$LAUNCHER" stop || echo "could not stop the stack in $run" >&2
+    done
+    STACK_RUNS=()
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+    set -uo pipefail
+    case "${1:-}" in
+        start)
+            (($# >= 3)) || { echo "usage: stack.sh start WORK NAME [VAR=value ...]" >&2; exit 2; }
+            WORK="$2"
+            shift 2
+            start_stack "$@" >&2 || exit 1
+            printf '%s\n' "$PORT" "$RUN" "$DATA"
+            ;;
+        stop)
+            (($# == 2)) || { echo "usage: stack.sh stop RUN" >&2; exit 2; }
+            STACK_RUNS=("$2")
+            stop_stacks
+            ;;
+        *)
+            sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+            exit 2
+            ;;
+    esac
+fi
