@@ -271,4 +271,4 @@ write_dict("cgi", ["REQUEST_METHOD=", "GET", "HEAD", "PUT", "PATCH", "DELETE", "
                    "MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=1", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=0",
                    "MOCKCLOUD_INBOX_MAX_MESSAGES=1", '"updatedAt"', "W/", "*", "\n\n", "\x00", "%2F", "%00", "null"])
 write_dict("timestamp", ["T", "Z", "+", "-", ":", ".", ",", "0000", "9999", "1231", "0229", "2359", "59", "+23:59", "-2359"])
-write_dict("changelog", ["MOCKCLOUD-INBOX-LOG 1 ", " P ", " D ", "00000000000000000001", "0000000000", "9223372036854775807"])
+write_dict("changelog", [formats.MAGIC, " P ", " D ", "00000000000000000001", "0000000000", "9223372036854775807"])
