@@ -91,9 +91,7 @@ class Peer:
 
     def __init__(self, script, work, cert):
         self.name = "peer"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = stack.free_port()
         self.data = os.path.join(work, "peer-data")
         os.makedirs(self.data, mode=0o700)
         self.log = open(os.path.join(work, "peer.log"), "wb")

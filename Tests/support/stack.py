@@ -6,12 +6,20 @@ same launcher.
 Python 3 standard library only.
 """
 import os
+import socket
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 STACK_SH = os.path.join(HERE, "stack.sh")
 DEFAULT_CGI_BIN = os.environ.get("MOCKCLOUD_CGI_BIN") or os.path.join(REPO, "cgi-bin")
+
+
+def free_port():
+    """A free 127.0.0.1 port, for a server of the caller's own (stack.sh picks its own)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class Stack:
