@@ -38,7 +38,6 @@ import platform
 import shutil
 import signal
 import statistics
-import socket
 import ssl
 import subprocess
 import sys
