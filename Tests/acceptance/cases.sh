@@ -13,6 +13,24 @@ if python_bin="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executabl
     PATH="$python_bin:$PATH"
 fi
 
+# send METHOD PATH [curl options]: one HTTPS request to $BASE with curl -k;
+# STATUS (000: no answer), REQUEST, $WORK/headers, $WORK/body and
+# $WORK/curl.err describe it.
+send() {
+    local method="$1" path="$2"
+    shift 2
+    local args=(-sk --noproxy '*' --max-time 30 -D "$WORK/headers" -o "$WORK/body" -w '%{http_code}')
+    case "$method" in
+        GET) ;;
+        HEAD) args+=(--head) ;;     # -X HEAD would wait for the body Content-Length announces
+        *) args+=(-X "$method") ;;
+    esac
+    : >"$WORK/headers"
+    : >"$WORK/body"
+    REQUEST="$method $path"
+    STATUS="$(curl "${args[@]}" "$@" -- "$BASE$path" 2>"$WORK/curl.err")"
+}
+
 PASSED=0
 FAILED=0
 CASE_NAME=""

@@ -42,20 +42,12 @@ trap 'exit 130' INT TERM
 
 STATUS=""
 
-# expect STATUS METHOD PATH [curl options]: one HTTPS request to the stack.
+# expect STATUS METHOD PATH [curl options]: one HTTPS request to the stack
+# (`send`, in cases.sh), and the checks every answer gets.
 expect() {
     local want="$1" method="$2" path="$3"
     shift 3
-    local args=(-sk --noproxy '*' --max-time 30 -D "$WORK/headers" -o "$WORK/body" -w '%{http_code}')
-    case "$method" in
-        GET) ;;
-        HEAD) args+=(--head) ;;
-        *) args+=(-X "$method") ;;
-    esac
-    : >"$WORK/headers"
-    : >"$WORK/body"
-    REQUEST="$method $path"
-    STATUS="$(curl "${args[@]}" "$@" -- "$BASE$path" 2>"$WORK/curl.err")"
+    send "$method" "$path" "$@"
     if [[ "$STATUS" != "$want" ]]; then
         fail "$REQUEST: status $STATUS, expected $want; body: $(head -c 400 "$WORK/body")$(head -c 200 "$WORK/curl.err")"
     fi

@@ -13,22 +13,11 @@ summary() {
     ((FAILED == 0))
 }
 
-# req METHOD PATH [curl options]: one HTTPS request; STATUS, $WORK/body,
-# $WORK/headers describe the answer.
+# req METHOD PATH [curl options]: one HTTPS request (`send`, in cases.sh);
+# STATUS, $WORK/body, $WORK/headers describe the answer.
 req() {
-    local method="$1" path="$2"
-    shift 2
-    local args=(-sk --noproxy '*' --max-time 30 -D "$WORK/headers" -o "$WORK/body" -w '%{http_code}')
-    case "$method" in
-        GET) ;;
-        HEAD) args+=(--head) ;;     # -X HEAD would wait for the body Content-Length announces
-        *) args+=(-X "$method") ;;
-    esac
-    : >"$WORK/headers"
-    : >"$WORK/body"
-    REQUEST="$method $path"
-    STATUS="$(curl "${args[@]}" "$@" -- "$BASE$path" 2>/dev/null)"
-    [[ -z "${STRESS_TIMES:-}" ]] || printf "  %(%T)T %s %s -> %s\n" -1 "$method" "$path" "$STATUS" >&2
+    send "$@"
+    [[ -z "${STRESS_TIMES:-}" ]] || printf "  %(%T)T %s -> %s\n" -1 "$REQUEST" "$STATUS" >&2
 }
 
 # want STATUS...: the last answer had one of these statuses and was JSON
