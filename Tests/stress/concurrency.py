@@ -44,6 +44,7 @@ sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
 import cgi_program  # noqa: E402  (Tests/support/, on the path stresslib sets)
+import suite  # noqa: E402
 
 SETTINGS = "/user/settings"
 RUN_ID = "%x" % int(time.time() * 1000 % 0xFFFFFF)
@@ -372,7 +373,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=240)
     args = parser.parse_args()
     deadline = time.monotonic() + args.seconds
-    checks = stresslib.Checks()
+    checks = suite.Checks()
     client = HTTP(args.base)
 
     started = time.monotonic()

@@ -51,6 +51,7 @@ sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
 import cgi_program  # noqa: E402  (Tests/support/, on the path stresslib sets)
+import suite  # noqa: E402
 
 SETTINGS_KEYS = ["ck0", "ck1", "ck2", "ck3"]
 INBOX_KEYS = ["ci0", "ci1"]
@@ -243,7 +244,7 @@ def main():
         os.write(fd, b"crash1:" + os.urandom(32).hex().encode() + b"\n")
         os.close(fd)
         env_extra["MOCKCLOUD_HMAC_KEYS"] = keys
-    checks = stresslib.Checks()
+    checks = suite.Checks()
     try:
         plan = Plan(args.seed, args.ops)
         rng, rng_lock = random.Random(args.seed * 7919 + 1), threading.Lock()

@@ -47,6 +47,7 @@ import time
 sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
+import suite  # noqa: E402  (Tests/support/, on the path stresslib sets)
 
 SETTINGS = "/user/settings"
 SETTINGS_LIMIT = 1 << 20
@@ -729,7 +730,7 @@ def main():
     mark = "mcpwn%d" % args.seed
     started = time.monotonic()
 
-    checks = stresslib.Checks()
+    checks = suite.Checks()
     checks.check("seed the stack with known documents", seed_data(args.base, mark))
 
     parent = os.path.dirname(data)

@@ -26,36 +26,6 @@ DEFAULT_CGI_BIN = os.environ.get("MOCKCLOUD_CGI_BIN") or os.path.join(REPO, "cgi
 if hasattr(sys, "set_int_max_str_digits"):
     sys.set_int_max_str_digits(0)
 
-# ---------------------------------------------------------------- results
-
-
-class Checks:
-    """`ok` / `FAIL` lines, then `N passed, M failed` (STYLE point 11)."""
-
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name, problems, limit=int(os.environ.get("STRESS_SHOW", "15"))):
-        """`problems`: a list of strings (empty: the check passed) or a bool."""
-        if problems is True or problems == []:
-            self.passed += 1
-            print("ok    %s" % name, flush=True)
-            return True
-        self.failed += 1
-        print("FAIL  %s" % name, flush=True)
-        if isinstance(problems, list):
-            for line in problems[:limit]:
-                print("        %s" % line, flush=True)
-            if len(problems) > limit:
-                print("        ... and %d more" % (len(problems) - limit), flush=True)
-        return False
-
-    def summary(self):
-        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
-        return 1 if self.failed else 0
-
-
 # ---------------------------------------------------------------- TLS
 
 def tls_context():

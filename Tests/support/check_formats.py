@@ -30,19 +30,10 @@ sys.dont_write_bytecode = True     # no __pycache__ in the repository
 sys.path.insert(0, HERE)
 import cgi_program  # noqa: E402
 import formats  # noqa: E402
+import suite  # noqa: E402
 
-PASSED, FAILED = [0], [0]
-
-
-def check(name, problems):
-    if problems:
-        FAILED[0] += 1
-        print("FAIL  %s" % name)
-        for line in problems[:10]:
-            print("        %s" % line)
-    else:
-        PASSED[0] += 1
-        print("ok    %s" % name)
+CHECKS = suite.Checks()
+check = CHECKS.check
 
 
 def request(program, data, method, path, body=b"", query="", key="fmt", extra=None):
@@ -218,8 +209,7 @@ def main():
                 check("(a check stopped early)", ["%s: %s" % (type(error).__name__, error)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("%d passed, %d failed" % (PASSED[0], FAILED[0]))
-    return 1 if FAILED[0] else 0
+    return CHECKS.summary()
 
 
 if __name__ == "__main__":

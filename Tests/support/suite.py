@@ -1,0 +1,33 @@
+"""What a Python suite prints: `ok` / `FAIL` lines, then `N passed, M
+failed` last, as Tests/run-all.sh counts them (the shell suites' twin is
+`it`/`fail` in Tests/acceptance/cases.sh). STRESS_SHOW: problem lines shown
+per failed check (default 15).
+"""
+import os
+
+
+class Checks:
+    """`ok` / `FAIL` lines, then `N passed, M failed` (STYLE point 11)."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, problems, limit=int(os.environ.get("STRESS_SHOW", "15"))):
+        """`problems`: a list of strings (empty: the check passed) or a bool."""
+        if problems is True or problems == []:
+            self.passed += 1
+            print("ok    %s" % name, flush=True)
+            return True
+        self.failed += 1
+        print("FAIL  %s" % name, flush=True)
+        if isinstance(problems, list):
+            for line in problems[:limit]:
+                print("        %s" % line, flush=True)
+            if len(problems) > limit:
+                print("        ... and %d more" % (len(problems) - limit), flush=True)
+        return False
+
+    def summary(self):
+        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
+        return 1 if self.failed else 0
