@@ -1,8 +1,9 @@
 # The setup and case helpers shared by the acceptance runner and the stress
 # scripts (sourced): stacks from the harness (Tests/support/stack.sh: REPO,
-# LAUNCHER, free_port, start_stack, stop_stacks), and cases: a case starts
-# with `it "what it proves"`, collects `fail` lines, and counts as passed
-# when it has none.
+# LAUNCHER, free_port, start_stack, stop_stacks), one HTTPS request (send)
+# and the checks every answer gets (answer_shape, last_header), and cases: a
+# case starts with `it "what it proves"`, collects `fail` lines, and counts
+# as passed when it has none.
 
 # shellcheck source=../support/stack.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/stack.sh"
@@ -29,6 +30,37 @@ send() {
     : >"$WORK/body"
     REQUEST="$method $path"
     STATUS="$(curl "${args[@]}" "$@" -- "$BASE$path" 2>"$WORK/curl.err")"
+}
+
+# answer_shape: the contract's rule for every answer, on the last one: JSON
+# with Content-Type application/json, or no body at all (204 and 304).
+answer_shape() {
+    if [[ "$STATUS" == 204 || "$STATUS" == 304 ]]; then
+        [[ ! -s "$WORK/body" ]] || fail "$REQUEST: a $STATUS answer has a body: $(head -c 200 "$WORK/body")"
+    elif [[ "$STATUS" != 000 ]]; then
+        local type
+        type="$(last_header Content-Type)"
+        [[ "$type" == application/json || "$type" == "application/json;"* ]] ||
+            fail "$REQUEST: Content-Type is '$type', expected application/json"
+        if [[ "$REQUEST" != HEAD\ * ]] &&
+            ! python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$WORK/body" 2>/dev/null; then
+            fail "$REQUEST: body is not JSON: $(head -c 200 "$WORK/body")"
+        fi
+    fi
+}
+
+# The value of a header of the last answer (the final block, after any 100).
+last_header() {
+    awk -v want="$(printf '%s' "$1" | tr 'A-Z' 'a-z')" '
+        { sub(/\r$/, "") }
+        /^HTTP\// { value = ""; found = 0; next }
+        {
+            colon = index($0, ":")
+            if (colon > 0 && tolower(substr($0, 1, colon - 1)) == want && !found) {
+                value = substr($0, colon + 1); sub(/^[ \t]+/, "", value); found = 1
+            }
+        }
+        END { if (found) print value; else exit 1 }' "$WORK/headers"
 }
 
 PASSED=0

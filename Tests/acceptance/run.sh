@@ -51,32 +51,7 @@ expect() {
     if [[ "$STATUS" != "$want" ]]; then
         fail "$REQUEST: status $STATUS, expected $want; body: $(head -c 400 "$WORK/body")$(head -c 200 "$WORK/curl.err")"
     fi
-    # The contract's rule for every answer: JSON, or no body at all.
-    if [[ "$STATUS" == 204 || "$STATUS" == 304 ]]; then
-        [[ ! -s "$WORK/body" ]] || fail "$REQUEST: a $STATUS answer has a body: $(head -c 200 "$WORK/body")"
-    elif [[ "$STATUS" != 000 ]]; then
-        local type
-        type="$(last_header Content-Type)"
-        [[ "$type" == application/json || "$type" == "application/json;"* ]] ||
-            fail "$REQUEST: Content-Type is '$type', expected application/json"
-        if [[ "$method" != HEAD ]] && ! python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$WORK/body" 2>/dev/null; then
-            fail "$REQUEST: body is not JSON: $(head -c 200 "$WORK/body")"
-        fi
-    fi
-}
-
-# The value of a header of the last answer (the final block, after any 100).
-last_header() {
-    awk -v want="$(printf '%s' "$1" | tr 'A-Z' 'a-z')" '
-        { sub(/\r$/, "") }
-        /^HTTP\// { value = ""; found = 0; next }
-        {
-            colon = index($0, ":")
-            if (colon > 0 && tolower(substr($0, 1, colon - 1)) == want && !found) {
-                value = substr($0, colon + 1); sub(/^[ \t]+/, "", value); found = 1
-            }
-        }
-        END { if (found) print value; else exit 1 }' "$WORK/headers"
+    answer_shape
 }
 
 # The body of the last answer.

@@ -26,15 +26,7 @@ want() {
     local ok="" s
     for s in "$@"; do [[ "$STATUS" == "$s" ]] && ok=yes; done
     [[ -n "$ok" ]] || fail "$REQUEST: status $STATUS, expected $*: $(head -c 300 "$WORK/body")"
-    if [[ "$STATUS" == 204 || "$STATUS" == 304 ]]; then
-        [[ ! -s "$WORK/body" ]] || fail "$REQUEST: a $STATUS answer with a body"
-        return
-    fi
-    grep -qi '^content-type: application/json' "$WORK/headers" ||
-        fail "$REQUEST: Content-Type is not application/json: $(grep -i '^content-type' "$WORK/headers")"
-    [[ "$REQUEST" != HEAD* ]] || return 0
-    python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$WORK/body" 2>/dev/null ||
-        fail "$REQUEST: body is not JSON: $(head -c 300 "$WORK/body")"
+    answer_shape
 }
 
 # error_says TEXT: the last answer's "error" sentence contains TEXT.
