@@ -27,7 +27,8 @@ trap 'rm -rf "$WORK"' EXIT
 (umask 077 && printf 'order:%s\n' "$(openssl rand -hex 32)" >"$WORK/hmac.keys")
 
 # run TOOL NAME PROGRAM METHOD URI KEY [QUERY [BODY [VAR=value ...]]]: one
-# request under valgrind's TOOL, the CGI environment as nginx's snippet sets it.
+# request under valgrind's TOOL, the CGI environment as nginx's snippet sets
+# it (the harness's Tests/support/cgi_program.py).
 run() {
     local tool="$1" name="$2" program="$3" method="$4" uri="$5" key="$6" query="${7:-}" body="${8:-}" out
     shift $(($# < 8 ? $# : 8))
@@ -36,11 +37,11 @@ run() {
         lackey) out=(--tool=lackey --trace-mem=yes --log-file="$WORK/lackey/$name") ;;
     esac
     printf '%s' "$body" >"$WORK/body"
-    env -i PATH=/usr/bin:/bin GATEWAY_INTERFACE=CGI/1.1 SERVER_PROTOCOL=HTTP/1.1 \
-        REQUEST_METHOD="$method" DOCUMENT_URI="$uri" SCRIPT_NAME="$uri" QUERY_STRING="$query" \
-        REQUEST_URI="$uri${query:+?$query}" CONTENT_TYPE=application/json CONTENT_LENGTH="${#body}" \
-        HTTP_X_USER_KEY="$key" HTTP_X_SYNC_VERSION=1 MOCKCLOUD_DATA="$WORK/data-$tool" "$@" \
-        valgrind "${out[@]}" "$BIN/$program" <"$WORK/body" >"$WORK/out" 2>>"$WORK/valgrind.log" ||
+    local cgi_env
+    mapfile -d '' cgi_env < <(python3 "$ROOT/Tests/support/cgi_program.py" env "$method" "$uri" --query "$query" \
+        --body "$WORK/body" --data "$WORK/data-$tool" --header 'Content-Type: application/json' \
+        --header "X-User-Key: $key" --header 'X-Sync-Version: 1' "$@")
+    env -i "${cgi_env[@]}" valgrind "${out[@]}" "$BIN/$program" <"$WORK/body" >"$WORK/out" 2>>"$WORK/valgrind.log" ||
         { echo "symbol-order: $name failed: $(head -c 300 "$WORK/out")$(tail -5 "$WORK/valgrind.log")" >&2; exit 1; }
     grep -q '^Status: [23]' "$WORK/out" || { echo "symbol-order: $name answered $(head -1 "$WORK/out")" >&2; exit 1; }
 }

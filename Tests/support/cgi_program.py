@@ -2,13 +2,20 @@
 nginx's snippet (nginx/mockcloud-locations.conf) gives it, the body on
 stdin, the answer parsed from stdout. The Python side's one CGI environment
 builder: the stress tests, the benchmarks, the fuzz seeds and
-check_formats.py use it (the Swift process tests have their own, in
-Tests/EndToEndTests/ProgramRunner.swift).
+check_formats.py use it, and shell scripts through `env` below (the Swift
+process tests have their own, in Tests/EndToEndTests/ProgramRunner.swift).
+
+    cgi_program.py env METHOD PATH [--query Q] [--body FILE] [--data DIR]
+                   [--header 'Name: value' ...] [NAME=value ...]
+        prints the environment as NUL-terminated NAME=value entries, for
+        `mapfile -d '' env < <(...)` and then `env -i "${env[@]}" PROGRAM`
 
 Python 3 standard library only.
 """
+import argparse
 import os
 import subprocess
+import sys
 
 
 def environment(method, path, data=None, headers=None, query="", body=b"", extra=None):
@@ -65,3 +72,26 @@ def run(program, method, path, data, headers=None, query="", body=b"", extra=Non
                           timeout=timeout)
     status, out_headers, out_body, whole = parse_output(proc.stdout)
     return status, out_headers, out_body, whole, proc.returncode
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="cgi_program.py env", description="the CGI environment of one request")
+    parser.add_argument("method")
+    parser.add_argument("path")
+    parser.add_argument("--query", default="")
+    parser.add_argument("--body", help="a file holding the body (CONTENT_LENGTH is its size)")
+    parser.add_argument("--data", help="MOCKCLOUD_DATA")
+    parser.add_argument("--header", action="append", default=[], help="an HTTP header, 'Name: value'")
+    parser.add_argument("extra", nargs="*", help="NAME=value, added last")
+    args = parser.parse_intermixed_args(argv)
+    body = open(args.body, "rb").read() if args.body else b""
+    headers = dict((name.strip(), value.strip()) for name, value in (h.split(":", 1) for h in args.header))
+    extra = dict(item.split("=", 1) for item in args.extra)
+    env = environment(args.method, args.path, args.data, headers, args.query, body, extra)
+    sys.stdout.write("".join("%s=%s\0" % item for item in env.items()))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["env"]:
+        sys.exit("usage: " + __doc__.split("\n\n")[1].strip())
+    main(sys.argv[2:])
