@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Every test: the Swift unit and process tests (`swift test`, the process
-# tests running the installed release programs in cgi-bin/), the harness's
-# change-log format against those programs (Tests/support/check_formats.py),
-# then the acceptance tests through nginx + fcgiwrap + TLS, then the short stress run
+# tests running the installed release programs in cgi-bin/), then the
+# acceptance tests through nginx + fcgiwrap + TLS, then the short stress run
 # (hostile requests, crashes, disk full, concurrency) and a short fuzz run
 # (every regression replayed, each target a few seconds). Prints one combined
 # `N passed, M failed` as its last line; exits 1 when anything failed.
+# Before acceptance: the harness's change-log format against the installed
+# programs (Tests/support/check_formats.py).
 #
 # `make test` installs dependencies and fresh programs first; run directly,
 # this tests whatever cgi-bin/ holds.
