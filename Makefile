@@ -18,12 +18,17 @@ test: deps install
 deps:
 	@nginx/mockcloud-nginx.sh deps
 
+## SwiftPM builds a target that imports an undeclared module when that module
+## happens to be built anyway; this check makes such an import (a lower layer
+## importing a higher one, say) fail the build instead (Package.swift).
+IMPORT_CHECK := --explicit-target-dependency-import-check error
+
 ## One release build of every program. Sources/CStartup/symbol-order.txt is
 ## not an input SwiftPM tracks: programs older than it are relinked.
 build:
 	@for p in user-settings inbox; do \
 	    [[ .build/release/$$p -nt Sources/CStartup/symbol-order.txt ]] || rm -f .build/release/$$p; done
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release $(IMPORT_CHECK)
 
 ## The built programs, copied into cgi-bin/.
 install: build
@@ -31,7 +36,7 @@ install: build
 	@for p in $(PROGRAMS); do install -m 0755 .build/release/$$p cgi-bin/$$p; done
 
 unit:
-	$(SWIFT) test
+	$(SWIFT) test $(IMPORT_CHECK)
 
 acceptance: install
 	@Tests/acceptance/run.sh
