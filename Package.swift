@@ -9,12 +9,14 @@ import PackageDescription
 // probe), Sources/CArgv/argv.c what replaces the runtime's argv scan, and
 // Benchmarks/symbol-order.sh the layout (what one request runs and touches,
 // packed together: fewer page faults per process).
-let startupDirectory = Context.packageDirectory + "/Sources/CStartup"
+// The layout list is generated (make symbol-order) and checked for staleness
+// by `make test` (Tests/budget/symbol-order.sh); it is data, not a source.
+let symbolOrder = Context.packageDirectory + "/Benchmarks/symbol-order.txt"
 let staticExecutable: [LinkerSetting] = [
     .unsafeFlags([
         "-static-executable", "-use-ld=lld",
         "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
-        "-Xlinker", "--symbol-ordering-file=" + startupDirectory + "/symbol-order.txt",
+        "-Xlinker", "--symbol-ordering-file=" + symbolOrder,
         "-Xlinker", "--no-warn-symbol-ordering",
     ], .when(platforms: [.linux], configuration: .release))
 ]
@@ -86,9 +88,8 @@ let package = Package(
 
         // OpenSSL's libcrypto, imported by MockCloudStore's SHA-256 and HMAC alone.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
-        // libcrypto's CPU probe on demand (see startup.c), and the release
-        // layout of the static programs (symbol-order.txt).
-        .target(name: "CStartup", exclude: ["symbol-order.txt"], cSettings: dwarf4),
+        // libcrypto's CPU probe on demand (see startup.c).
+        .target(name: "CStartup", cSettings: dwarf4),
         // argv from glibc instead of the runtime's /proc scan; compiled into
         // the static release programs only (see argv.c).
         .target(
