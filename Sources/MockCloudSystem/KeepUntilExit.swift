@@ -7,10 +7,12 @@
 /// the long strings that `Sys.path` and the environment give it (a handful:
 /// paths, a long data directory) and none is ever released before `exit`.
 ///
-/// Off until `turnOn()`: `CGIProgram.serve` turns it on first thing; the
-/// admin tool and the unit tests, which live longer, keep nothing. The
-/// release programs (end-to-end, acceptance and instruction-count tests)
-/// always run with it on.
+/// Off until `turnOn()`: `CGIProgram.serve` turns it on first thing, so the
+/// release programs have it on wherever they run, in the end-to-end,
+/// acceptance and stress tests too; the admin tool and the unit tests, which
+/// live longer and run threads, keep nothing. Tests/budget/instructions.sh
+/// fails when the programs run without it (every request then costs 16k to
+/// 36k instructions more).
 package enum KeepUntilExit {
     /// Strings shorter than this are stored inline or freed cheaply.
     package static let minimumLength = 64
