@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions (callgrind, deterministic) of the four requests the speed work
 # is about, run on the installed release programs with the CGI environment
-# nginx's snippet sets:
+# nginx's snippet sets (the harness's Tests/support/cgi_program.py):
 #   settings-get   GET /user/settings (a stored document)
 #   settings-put   PUT /user/settings (replacing a stored document)
 #   inbox-put      PUT /inbox/<id> on a fresh inbox (creates the log)
@@ -19,14 +19,13 @@ DATA="$WORK/data-directory-xx"
 # request NAME PROGRAM METHOD URI [QUERY [BODY]]: one request; under
 # callgrind when NAME is not "-", printing NAME and its instruction count.
 request() {
-    local name="$1" program="$2" method="$3" uri="$4" query="${5:-}" body="${6:-}" tool=()
+    local name="$1" program="$2" method="$3" uri="$4" query="${5:-}" body="${6:-}" tool=() cgi_env
     [[ "$name" == - ]] || tool=(valgrind --tool=callgrind --callgrind-out-file="$WORK/out.$name" --log-file="$WORK/log.$name")
     printf '%s' "$body" >"$WORK/body"
-    env -i PATH=/usr/bin:/bin GATEWAY_INTERFACE=CGI/1.1 SERVER_PROTOCOL=HTTP/1.1 \
-        REQUEST_METHOD="$method" DOCUMENT_URI="$uri" SCRIPT_NAME="$uri" QUERY_STRING="$query" \
-        REQUEST_URI="$uri${query:+?$query}" CONTENT_TYPE=application/json CONTENT_LENGTH="${#body}" \
-        HTTP_X_USER_KEY=user-1 HTTP_X_SYNC_VERSION=1 MOCKCLOUD_DATA="$DATA" \
-        "${tool[@]}" "$BIN/$program" <"$WORK/body" >"$WORK/answer" ||
+    mapfile -d '' cgi_env < <(python3 "$ROOT/Tests/support/cgi_program.py" env "$method" "$uri" --query "$query" \
+        --body "$WORK/body" --data "$DATA" --header 'Content-Type: application/json' \
+        --header 'X-User-Key: user-1' --header 'X-Sync-Version: 1')
+    env -i "${cgi_env[@]}" "${tool[@]}" "$BIN/$program" <"$WORK/body" >"$WORK/answer" ||
         { echo "instructions: $name ($method $uri) failed: $(head -c 300 "$WORK/answer")" >&2; exit 1; }
     grep -q '^Status: [23]' "$WORK/answer" ||
         { echo "instructions: $name ($method $uri) answered $(head -1 "$WORK/answer")" >&2; exit 1; }
