@@ -56,7 +56,7 @@ def main():
         method, path, body, want = REQUESTS[n % len(REQUESTS)]
         headers = {"X-User-Key": "empty-%s-%d" % (run, n)}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = "application/merge-patch+json"
         while True:
             try:
                 connection.request(method, path, body=body, headers=headers)
