@@ -94,9 +94,7 @@ package struct InboxStore: Sendable {
     /// The route calls it once per request, before anything else.
     package func checkDirectories() throws {
         do {
-            try Sys.checkDirectory(Sys.path(root, "/", Self.route.name))
-            try Sys.checkDirectory(directory)
-            try Sys.checkDirectory(messagesDirectory)
+            try Sys.checkFolders(under: root, Self.route.name, key.rawValue, "messages")
         } catch let error as SystemError {
             throw StorageError(error, .reading)
         }
@@ -113,15 +111,12 @@ package struct InboxStore: Sendable {
             defer { log.close() }
             return try page(log, after: anchor, limit: limit, excluding: excluded)
         }
-        if let page = try KeyLock.withExistingLock(root: root, route: Self.route, key: key, shared: true, read) {
-            return page
+        return try KeyLock.withExistingLock(root: root, route: Self.route, key: key, shared: true, read) {
+            // No lock file: nothing stored, unless a first writer is at work
+            // now (it makes the lock file before the log); then wait for it.
+            if !KeyLock.exists(root: root, route: Self.route, key: key), !Sys.exists(logPath) { return try read() }
+            return try KeyLock.withLock(root: root, route: Self.route, key: key, shared: true, read)
         }
-        // No lock file: nothing stored, unless a first writer is at work now
-        // (it makes the lock file before the log); then wait for it.
-        if !KeyLock.exists(root: root, route: Self.route, key: key), (try? Sys.linkStatus(logPath)) == nil {
-            return try read()
-        }
-        return try KeyLock.withLock(root: root, route: Self.route, key: key, shared: true, read)
     }
 
     private func page(_ log: ChangeLog, after anchor: Anchor, limit: Int, excluding excluded: String?) throws -> FeedPage {
@@ -176,7 +171,7 @@ package struct InboxStore: Sendable {
         let log = logPath
         return try KeyLock.withLock(
             root: root, route: Self.route, key: key,
-            holdsData: { (try? Sys.linkStatus(log)) != nil }, sweeping: [messagesDirectory, directory]
+            holdsData: { Sys.exists(log) }, sweeping: messagesDirectory, alsoSweeping: directory
         ) {
             var log: ChangeLog
             do {

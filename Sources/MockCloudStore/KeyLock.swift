@@ -21,97 +21,114 @@ package enum KeyLock {
     }
 
     /// True when the key's lock file exists: the key holds data, or a writer
-    /// is about to store some. Also true when it cannot tell (a `.locks`
-    /// that is not a folder): taking the lock then reports the problem.
+    /// is about to store some.
     package static func exists(root: String, route: Route, key: UserKey) -> Bool {
-        do {
-            try Sys.checkDirectory(Sys.path(root, "/.locks"))
-            return try Sys.linkStatus(path(root: root, route: route, key: key)) != nil
-        } catch {
-            return true
-        }
+        Sys.exists(path(root: root, route: route, key: key))
     }
 
     /// Runs `body` while holding the lock of `route` and `key`, creating the
-    /// lock file when it is missing. Exclusive holders: with `holdsData`,
-    /// the lock file is removed after `body` (returned or thrown) when the
-    /// key then holds nothing; when the lock file was new or untouched for
+    /// lock file when it is missing. Exclusive holders: the lock file is
+    /// removed after `body` (returned or thrown) when `holdsData` then says
+    /// the key holds nothing; when the lock file was new or untouched for
     /// `AtomicFile.staleAfterSeconds`, the temporary files that killed
-    /// writers left in `sweeping` are removed first.
+    /// writers left in the folders `sweeping` and `alsoSweeping` ("": none)
+    /// are removed first. (Two strings, not an array: the first array of
+    /// strings costs a CGI process some 60k instructions of metadata set-up.)
     package static func withLock<T>(
         root: String, route: Route, key: UserKey, shared: Bool = false,
-        holdsData: (() -> Bool)? = nil, sweeping: [String] = [], _ body: () throws -> T
+        holdsData: () -> Bool = { true }, sweeping: String = "", alsoSweeping: String = "", _ body: () throws -> T
     ) throws -> T {
-        var result: T?
-        try locked(root: root, route: route, key: key, shared: shared, create: true,
-                   holdsData: holdsData, sweeping: sweeping) { result = try body() }
-        return result!
+        while true {
+            do {
+                return try attempt(
+                    root: root, route: route, key: key, shared: shared, create: true,
+                    holdsData: holdsData, sweeping: sweeping, alsoSweeping: alsoSweeping, body)
+            } catch is Retry {
+                continue
+            }
+        }
     }
 
-    /// Runs `body` under the lock when the key's lock file exists; `nil`,
-    /// without running `body` or creating anything, when it does not (the
-    /// key holds no data).
+    /// Runs `body` under the lock when the key's lock file exists, and
+    /// `ifMissing` (without a lock, creating nothing) when it does not: the
+    /// key holds no data.
     package static func withExistingLock<T>(
-        root: String, route: Route, key: UserKey, shared: Bool = false, _ body: () throws -> T
-    ) throws -> T? {
-        var result: T?
-        try locked(root: root, route: route, key: key, shared: shared, create: false,
-                   holdsData: nil, sweeping: []) { result = try body() }
-        return result
+        root: String, route: Route, key: UserKey, shared: Bool = false,
+        _ body: () throws -> T, ifMissing: () throws -> T
+    ) throws -> T {
+        while true {
+            do {
+                return try attempt(
+                    root: root, route: route, key: key, shared: shared, create: false,
+                    holdsData: { true }, sweeping: "", alsoSweeping: "", body)
+            } catch is Retry {
+                continue
+            } catch is Missing {
+                return try ifMissing()
+            }
+        }
     }
 
-    private static func locked(
+    /// The lock file went while this process waited for it, or another
+    /// writer created it first: open it again. (Thrown, not an optional
+    /// result: an optional of a generic result costs a CGI process the
+    /// run-time metadata of Optional.)
+    private struct Retry: Error {}
+    /// No lock file, and none was to be created.
+    private struct Missing: Error {}
+
+    private static func attempt<T>(
         root: String, route: Route, key: UserKey, shared: Bool, create: Bool,
-        holdsData: (() -> Bool)?, sweeping: [String], _ body: () throws -> Void
-    ) throws {
-        let directory = Sys.path(root, "/.locks")
+        holdsData: () -> Bool, sweeping: String, alsoSweeping: String, _ body: () throws -> T
+    ) throws -> T {
         let path = self.path(root: root, route: route, key: key)
         // Readers lock a read-only descriptor: a read-only data directory
         // still has its lock files to share.
         let access = shared ? O_RDONLY : O_RDWR
-        while true {
-            let fd: Int32
-            var created = false
+        let fd: Int32
+        var created = false
+        do {
             do {
+                fd = try Sys.open(path, access | O_NOFOLLOW)
+            } catch let error as SystemError where error.errno == ENOENT {
+                guard create else { throw Missing() }
+                // Never create a lock file through a planted `.locks` link.
+                let directory = Sys.path(root, "/.locks")
                 try Sys.checkDirectory(directory)
+                try Sys.makeDirectories(directory)
                 do {
-                    fd = try Sys.open(path, access | O_NOFOLLOW)
-                } catch let error as SystemError where error.errno == ENOENT {
-                    guard create else { return }
-                    try Sys.makeDirectories(directory)
-                    do {
-                        fd = try Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-                        created = true
-                    } catch let error as SystemError where error.errno == EEXIST {
-                        continue  // another writer made it first: take theirs
-                    }
+                    fd = try Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+                    created = true
+                } catch let error as SystemError where error.errno == EEXIST {
+                    throw Retry()  // another writer made it first: take theirs
                 }
-            } catch let error as SystemError where shared && error.isNotWritable {
-                // A read-only data directory has no writers to wait for.
-                return try body()
+            }
+        } catch let error as SystemError where shared && error.isNotWritable {
+            // A read-only data directory has no writers to wait for.
+            return try body()
+        } catch let error as SystemError {
+            throw StorageError(error, shared ? .reading : .writing)
+        }
+        return try Sys.closing(fd) { fd in
+            do {
+                try Sys.lock(fd, shared: shared, path: path)
+                // Removed (its key's data gone) while this process waited.
+                guard try Sys.isStill(fd, at: path) else { throw Retry() }
+                if !shared, !sweeping.isEmpty,
+                    try created || Sys.secondsSinceModified(fd, path: path) > AtomicFile.staleAfterSeconds
+                {
+                    AtomicFile.sweepStaleTemporaries(in: sweeping)
+                    if !alsoSweeping.isEmpty { AtomicFile.sweepStaleTemporaries(in: alsoSweeping) }
+                    try Sys.touch(fd, path: path)
+                }
             } catch let error as SystemError {
                 throw StorageError(error, shared ? .reading : .writing)
             }
-            let done = try Sys.closing(fd) { fd -> Bool in
-                do {
-                    try Sys.lock(fd, shared: shared, path: path)
-                    // Removed (its key's data gone) while this process waited.
-                    guard try Sys.isStill(fd, at: path) else { return false }
-                    if !shared, !sweeping.isEmpty, try created || Sys.secondsSinceModified(fd, path: path) > AtomicFile.staleAfterSeconds {
-                        for folder in sweeping { AtomicFile.sweepStaleTemporaries(in: folder) }
-                        try Sys.touch(fd, path: path)
-                    }
-                } catch let error as SystemError {
-                    throw StorageError(error, shared ? .reading : .writing)
-                }
-                defer {
-                    // Still under the lock: a waiter finds the file gone and starts again.
-                    if !shared, let holdsData, !holdsData() { _ = try? Sys.unlink(path) }
-                }
-                try body()
-                return true
+            defer {
+                // Still under the lock: a waiter finds the file gone and starts again.
+                if !shared, !holdsData() { _ = try? Sys.unlink(path) }
             }
-            if done { return }
+            return try body()
         }
     }
 }

@@ -55,7 +55,7 @@ package struct SettingsStore: Sendable {
         let file = path(for: key)
         return try KeyLock.withLock(
             root: root, route: Self.route, key: key,
-            holdsData: { (try? Sys.linkStatus(file)) != nil }, sweeping: [directory]
+            holdsData: { Sys.exists(file) }, sweeping: directory
         ) {
             let current = try read(key)
             let (change, result) = try decide(current)

@@ -214,24 +214,55 @@ package enum Sys {
 // `O_NOFOLLOW` (a link fails with `ELOOP`), and the directories on the way
 // are checked with `lstat`.
 extension Sys {
-    /// `lstat(2)`: what is at `path` itself, a link not followed; `nil`
-    /// when nothing is there.
-    package static func linkStatus(_ path: String) throws -> stat? {
-        var info = stat()
-        if path.withCString({ Glibc.lstat($0, &info) }) == 0 { return info }
+    /// `lstat(2)` of `path` itself, a link not followed, into `info`; false
+    /// when nothing is there. (Not an optional `stat`: Optional's metadata
+    /// for a C struct is built at run time, in every CGI process.)
+    package static func linkStatus(_ path: String, _ info: inout stat) throws -> Bool {
+        if path.withCString({ Glibc.lstat($0, &info) }) == 0 { return true }
         let code = Glibc.errno
-        if code == ENOENT { return nil }
+        if code == ENOENT { return false }
         throw SystemError("lstat", path: path, errno: code)
+    }
+
+    /// True when something (a link too) is at `path`; false when nothing is,
+    /// or when it cannot tell.
+    package static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return path.withCString { Glibc.lstat($0, &info) } == 0
     }
 
     /// Throws when something other than a directory is at `path`: `ELOOP`
     /// for a symbolic link, `ENOTDIR` for anything else. Nothing there is fine.
     package static func checkDirectory(_ path: String) throws {
-        guard let info = try linkStatus(path) else { return }
+        var info = stat()
+        guard try linkStatus(path, &info) else { return }
         switch info.st_mode & S_IFMT {
         case S_IFDIR: return
         case S_IFLNK: throw SystemError("lstat", path: path, errno: ELOOP)
         default: throw SystemError("lstat", path: path, errno: ENOTDIR)
+        }
+    }
+
+    /// Throws when something other than a folder is in place of one on the
+    /// way from `root` down to `a/b/c` ("" ends the way early): `ELOOP` for
+    /// a symbolic link, `ENOTDIR` for another file. A missing folder ends
+    /// the check. Walks with `openat(O_NOFOLLOW)`, so that no path string is
+    /// built unless there is an error to name.
+    package static func checkFolders(under root: String, _ a: String, _ b: String = "", _ c: String = "") throws {
+        var fd = root.withCString { Glibc.open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        if fd < 0 { return }  // the data directory itself: its own opens report it
+        defer { if fd >= 0 { Glibc.close(fd) } }
+        for step in 0..<3 {
+            let name = step == 0 ? a : step == 1 ? b : c
+            if name.isEmpty { return }
+            let next = name.withCString { Glibc.openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            let code = Glibc.errno
+            Glibc.close(fd)
+            fd = next
+            if next >= 0 { continue }
+            if code == ENOENT { return }
+            let shown = step == 0 ? path(root, "/", a) : step == 1 ? path(root, "/", a, "/", b) : path(path(root, "/", a), "/", b, "/", c)
+            throw SystemError("open", path: shown, errno: code == ENOTDIR ? ENOTDIR : code)
         }
     }
 
@@ -240,7 +271,8 @@ extension Sys {
     package static func isStill(_ fd: Int32, at path: String) throws -> Bool {
         var held = stat()
         _ = try retrying("fstat", path) { Glibc.fstat(fd, &held) }
-        guard let there = try linkStatus(path) else { return false }
+        var there = stat()
+        guard try linkStatus(path, &there) else { return false }
         return there.st_dev == held.st_dev && there.st_ino == held.st_ino
     }
 
