@@ -256,13 +256,22 @@ extension Sys {
             let name = step == 0 ? a : step == 1 ? b : c
             if name.isEmpty { return }
             let next = name.withCString { Glibc.openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-            let code = Glibc.errno
+            var code = Glibc.errno
+            if next < 0 && code == ENOTDIR {
+                // O_DIRECTORY | O_NOFOLLOW on a link fails with ENOTDIR: say which.
+                var info = stat()
+                if name.withCString({ Glibc.fstatat(fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0,
+                    info.st_mode & S_IFMT == S_IFLNK
+                {
+                    code = ELOOP
+                }
+            }
             Glibc.close(fd)
             fd = next
             if next >= 0 { continue }
             if code == ENOENT { return }
             let shown = step == 0 ? path(root, "/", a) : step == 1 ? path(root, "/", a, "/", b) : path(path(root, "/", a), "/", b, "/", c)
-            throw SystemError("open", path: shown, errno: code == ENOTDIR ? ENOTDIR : code)
+            throw SystemError("open", path: shown, errno: code)
         }
     }
 
