@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Requests on distinct keys that hold nothing, through the real stack.
 
-    empty_keys.py BASE_URL [--count 300] [--data DATA_DIR]
+    empty_keys.py BASE_URL [--count 300] [--data DATA_DIR] [--reads-only]
 
 Each request uses a key never seen before, in turn: GET /inbox (the feed),
 GET /user/settings, DELETE /user/settings, PATCH /user/settings,
-GET /inbox/m1, DELETE /inbox/m1. None of them finds anything, so each must
+GET /inbox/m1, DELETE /inbox/m1 (with --reads-only, the three GETs). None of them finds anything, so each must
 answer as for an empty key (200 with an empty feed, 404 otherwise) and, the
 point of issue 12 finding 2, create nothing on disk. With --data, the files
 under DATA_DIR are counted before and after and printed.
@@ -41,7 +41,9 @@ def main():
     ap.add_argument("base")
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--data")
+    ap.add_argument("--reads-only", action="store_true")
     args = ap.parse_args()
+    kinds = [r for r in REQUESTS if r[0] == "GET"] if args.reads_only else REQUESTS
     url = urllib.parse.urlsplit(args.base)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
@@ -53,7 +55,7 @@ def main():
     waited = 0
     problems = []
     for n in range(args.count):
-        method, path, body, want = REQUESTS[n % len(REQUESTS)]
+        method, path, body, want = kinds[n % len(kinds)]
         headers = {"X-User-Key": "empty-%s-%d" % (run, n)}
         if body is not None:
             headers["Content-Type"] = "application/merge-patch+json"
