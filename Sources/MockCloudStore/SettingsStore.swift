@@ -35,6 +35,16 @@ package struct SettingsStore: Sendable {
         return try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))
     }
 
+    /// True when a read finds nothing for `key`; false when it finds data or
+    /// fails (the change under the lock then reads again and reports it).
+    private func nothingStored(_ key: UserKey) -> Bool {
+        do {
+            return try read(key) == nil
+        } catch {
+            return false
+        }
+    }
+
     /// What an update decided to do with a key's file.
     package enum Change {
         case write([UInt8])
@@ -48,7 +58,7 @@ package struct SettingsStore: Sendable {
     /// one; otherwise it decides again under the new lock. The lock file goes
     /// with the key's settings file. `decide` may run twice: it must only decide.
     package func update<T>(_ key: UserKey, _ decide: ([UInt8]?) throws -> (Change, T)) throws -> T {
-        if !KeyLock.exists(root: root, route: Self.route, key: key), try read(key) == nil {
+        if !KeyLock.exists(root: root, route: Self.route, key: key), nothingStored(key) {
             let (change, result) = try decide(nil)
             if case .delete = change { return result }
         }
