@@ -67,3 +67,21 @@ assert answer == b"" or (b" 408 " in answer.split(b"\r\n")[0] and answer.endswit
 PYTHON
 )" || fail "$out"
 expect 404 GET /user/settings -H 'X-User-Key: slow'
+
+it "mockcloud-http.conf is a valid http-level configuration on its own (as conf.d/mockcloud.conf before any server uses the routes)"
+mkdir -p "$WORK/http-only/logs"
+cat >"$WORK/http-only/nginx.conf" <<NGINX
+pid $WORK/http-only/nginx.pid;
+error_log $WORK/http-only/logs/error.log;
+events {}
+http {
+    client_body_temp_path $WORK/http-only/body;
+    fastcgi_temp_path $WORK/http-only/fastcgi;
+    proxy_temp_path $WORK/http-only/proxy;
+    scgi_temp_path $WORK/http-only/scgi;
+    uwsgi_temp_path $WORK/http-only/uwsgi;
+    include $REPO/nginx/mockcloud-http.conf;
+    server { listen 127.0.0.1:$(free_port); }
+}
+NGINX
+out="$(nginx -t -p "$WORK/http-only/" -c "$WORK/http-only/nginx.conf" 2>&1)" || fail "nginx -t: $out"
