@@ -84,4 +84,4 @@ http {
     server { listen 127.0.0.1:$(free_port); }
 }
 NGINX
-out="$(nginx -t -p "$WORK/http-only/" -c "$WORK/http-only/nginx.conf" 2>&1)" || fail "nginx -t: $out"
+out="$(PATH="$PATH:/usr/sbin" nginx -t -p "$WORK/http-only/" -c "$WORK/http-only/nginx.conf" 2>&1)" || fail "nginx -t: $out"
