@@ -79,5 +79,19 @@ fuzz: deps
 stress: deps install
 	@Tests/stress/run.sh
 
+## One address floods the server while another is served (Tests/stress/flood.sh):
+## 2,000 stalled connections from 127.0.0.1, 100 GETs from 127.0.0.2 that
+## must all answer 200; figures in docs/RELIABILITY.md.
+.PHONY: flood
+flood: deps install
+	@Tests/stress/flood.sh
+
+## Debian's testssl.sh against the TLS setup `make serve` uses (a stack of its
+## own; TESTSSL_TARGET=host:port audits a running one); docs/RELIABILITY.md.
+.PHONY: testssl
+testssl: install
+	@nginx/mockcloud-nginx.sh deps testssl
+	@Tests/stress/testssl.sh
+
 clean:
 	rm -rf .build cgi-bin/*

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MockCloud launcher: nginx (TLS, limits, routing) + fcgiwrap + cgi-bin/*.
 #
-#   mockcloud-nginx.sh deps [bench]  install what is missing (apt-get, as root)
+#   mockcloud-nginx.sh deps [bench|testssl]  install what is missing (apt-get, as root)
 #   mockcloud-nginx.sh serve         run in the foreground until Ctrl-C / SIGTERM
 #   mockcloud-nginx.sh start         start in the background, return once ready
 #   mockcloud-nginx.sh stop          stop what `start` recorded in the run dir
@@ -17,6 +17,7 @@
 #   MOCKCLOUD_TOKENS                              passed to the programs
 #   MOCKCLOUD_INBOX_MAX_MESSAGES, MOCKCLOUD_INBOX_TOMBSTONE_HORIZON,
 #   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
+#   MOCKCLOUD_LIMITS    off: no per-address request limits (benchmarks only)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a self-signed one is made once in the run dir.
 set -euo pipefail
@@ -51,12 +52,16 @@ missing_packages() {
         command -v wrk >/dev/null || pkgs+=(wrk)
         command -v hyperfine >/dev/null || pkgs+=(hyperfine)
     fi
+    # `make testssl` audits the TLS policy with Debian's testssl.sh.
+    if [[ "$bench" == testssl ]]; then
+        command -v testssl >/dev/null || pkgs+=(testssl.sh)
+    fi
     printf '%s\n' "${pkgs[@]}"
 }
 
 cmd_deps() {
     local bench="${1:-}"
-    [[ -z "$bench" || "$bench" == bench ]] || die "usage: $PROG deps [bench]"
+    [[ -z "$bench" || "$bench" == bench || "$bench" == testssl ]] || die "usage: $PROG deps [bench|testssl]"
     local pkgs
     mapfile -t pkgs < <(missing_packages "$bench" | sed '/^$/d')
     ((${#pkgs[@]} > 0)) || return 0
@@ -231,6 +236,10 @@ load_settings() {
     INBOX_MAX_MESSAGES="${MOCKCLOUD_INBOX_MAX_MESSAGES:-}"
     INBOX_TOMBSTONE_HORIZON="${MOCKCLOUD_INBOX_TOMBSTONE_HORIZON:-}"
     INBOX_COMPACT_MIN_RECORDS="${MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS:-}"
+    LIMITS="${MOCKCLOUD_LIMITS:-}"
+    [[ -z "$LIMITS" || "$LIMITS" == off || "$LIMITS" == on ]] ||
+        die "MOCKCLOUD_LIMITS must be 'off' (no per-address limits) or unset, not '$LIMITS'"
+    [[ "$LIMITS" != on ]] || LIMITS=""
     for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS; do
         [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
     done
@@ -332,6 +341,7 @@ render_config() {
         -e "s|@INBOX_MAX_MESSAGES@|$INBOX_MAX_MESSAGES|g" \
         -e "s|@INBOX_TOMBSTONE_HORIZON@|$INBOX_TOMBSTONE_HORIZON|g" \
         -e "s|@INBOX_COMPACT_MIN_RECORDS@|$INBOX_COMPACT_MIN_RECORDS|g" \
+        -e "s|@LIMITS@|$LIMITS|g" \
         -e "s|@NGINX_DIR@|$(sed_text "$NGINX_DIR")|g" \
         -e "s|@UPSTREAM@|$(sed_text "$UPSTREAM")|g" \
         "$NGINX_DIR/mockcloud.conf.template" >"$RUN/nginx.conf.new"
@@ -428,6 +438,9 @@ start_all() {
         warn "warning: $CGI_BIN/user-settings is missing: run 'make install'"
 
     mkdir -p -m 0700 "$RUN"
+    # A run directory that already existed keeps whatever mode it had, and
+    # its logs hold query strings and the programs' errors: owner only.
+    chmod 0700 "$RUN" || die "cannot make $RUN private (chmod 0700)"
     mkdir -p "$RUN/logs" "$RUN/tmp"
     [[ -d "$DATA" ]] || mkdir -p -m 0700 "$DATA"
     ensure_certificate

@@ -8,17 +8,18 @@ import MockCloudSystem
 ///     mockcloud-admin verify DATA_DIR    exit 1 and a line per bad file
 ///     mockcloud-admin sign DATA_DIR      sign unsigned files with the first key
 ///     mockcloud-admin rotate DATA_DIR    re-sign every valid file with the first key
-///     mockcloud-admin token TOKENS_FILE [LABEL]   make a bearer token
+///     mockcloud-admin token TOKENS_FILE [LABEL] [--keys KEY,KEY...]   make a bearer token
 ///
 /// Keys come from `MOCKCLOUD_HMAC_KEYS` (or `--keys FILE`), as for the programs.
 package struct AdminCommand {
     package static let usage = """
         usage: mockcloud-admin verify|sign|rotate [--keys FILE] [--require] DATA_DIR
-               mockcloud-admin token TOKENS_FILE [LABEL]
+               mockcloud-admin token TOKENS_FILE [LABEL] [--keys KEY,KEY...]
           verify   check every stored document's MAC; exit 1 and name each bad file
           sign     sign unsigned (legacy) documents with the first key
           rotate   re-sign every valid document with the first key (after adding a new first key)
-          token    make a bearer token: print it once, append only its SHA-256 to TOKENS_FILE (0600)
+          token    make a bearer token: print it once, append only its SHA-256 to TOKENS_FILE (0600);
+                   with --keys it may use only those X-User-Keys, without it every key
         Keys: --keys FILE or MOCKCLOUD_HMAC_KEYS. --require (or MOCKCLOUD_HMAC_REQUIRE=1):
         verify counts unsigned documents as bad.
         """
@@ -41,11 +42,15 @@ package struct AdminCommand {
         var rest = arguments
         var keyFile = ServiceConfig.signingKeyFile(environment)
         var require = ServiceConfig.requiresSigned(environment)
+        // `--keys`: the key file for verify/sign/rotate, the user keys for token.
+        var keysOption: String?
         var positional: [String] = []
         while !rest.isEmpty {
             let argument = rest.removeFirst()
             switch argument {
-            case "--keys" where !rest.isEmpty: keyFile = rest.removeFirst()
+            case "--keys" where !rest.isEmpty:
+                keysOption = rest.removeFirst()
+                keyFile = keysOption
             case "--require": require = true
             case "-h", "--help":
                 result.output = usage.split(separator: "\n").map(String.init)
@@ -54,7 +59,7 @@ package struct AdminCommand {
             }
         }
         if positional.first == "token", (2...3).contains(positional.count) {
-            return token(file: positional[1], label: positional.count == 3 ? positional[2] : "")
+            return token(file: positional[1], label: positional.count == 3 ? positional[2] : "", keys: keysOption)
         }
         guard positional.count == 2, let command = DataCommand(rawValue: positional[0]) else {
             return Result(errors: usage.split(separator: "\n").map(String.init), status: 2)
@@ -80,10 +85,17 @@ package struct AdminCommand {
     }
 
     /// Appends a new token's hash to the token file (created 0600) and
-    /// prints the token, the only time it is ever shown.
-    private static func token(file: String, label: String) -> Result {
+    /// prints the token, the only time it is ever shown. `keys`: the
+    /// comma-separated user keys the token may use; `nil`: every key.
+    private static func token(file: String, label: String, keys: String?) -> Result {
         guard label.isEmpty || Identifier.matches(label, maxLength: 64, extra: "._-") else {
             return Result(errors: ["mockcloud-admin: a label is 1-64 letters, digits, '.', '_' or '-'"], status: 2)
+        }
+        let userKeys = keys.map { $0.split(separator: ",", omittingEmptySubsequences: false).map { UserKey(String($0)) } }
+        if let userKeys, userKeys.isEmpty || userKeys.contains(where: { $0 == nil }) {
+            return Result(
+                errors: ["mockcloud-admin: --keys takes user keys separated by commas, e.g. --keys u1,u2 (each 1-128 of A-Z a-z 0-9 _ -)"],
+                status: 2)
         }
         do {
             if let existing = try Sys.readFile(file) {
@@ -91,7 +103,7 @@ package struct AdminCommand {
                 _ = try AccessTokens.load(path: file)
                 if !existing.isEmpty, existing.last != 0x0A { try append("\n", to: file) }
             }
-            let (token, line) = AccessTokens.newToken(label: label)
+            let (token, line) = AccessTokens.newToken(label: label, keys: userKeys?.compactMap { $0 })
             try append(line + "\n", to: file)
             return Result(
                 output: [token],

@@ -2,6 +2,8 @@
 package enum AccessError: HTTPResponseError, Equatable {
     case missingToken
     case tokenNotAccepted
+    /// A valid token limited to other user keys (`mockcloud-admin token --keys`).
+    case keyNotAllowed
 
     package var status: HTTPStatus { self == .missingToken ? .unauthorized : .forbidden }
 
@@ -9,6 +11,7 @@ package enum AccessError: HTTPResponseError, Equatable {
         switch self {
         case .missingToken: return "Authorization: Bearer <token> required"
         case .tokenNotAccepted: return "bearer token not accepted"
+        case .keyNotAllowed: return "this token may not use this X-User-Key"
         }
     }
 

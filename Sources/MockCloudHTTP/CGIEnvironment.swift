@@ -6,14 +6,18 @@ import MockCloudSystem
 /// process that lives for one request, that dictionary was a third of the work.
 package struct CGIEnvironment: Sendable, ExpressibleByDictionaryLiteral {
     private let lookup: @Sendable (String) -> String?
+    private let repeats: @Sendable (String) -> Bool
 
-    private init(lookup: @escaping @Sendable (String) -> String?) {
+    private init(lookup: @escaping @Sendable (String) -> String?, repeats: @escaping @Sendable (String) -> Bool) {
         self.lookup = lookup
+        self.repeats = repeats
     }
 
-    /// Fixed values, for tests and tools.
-    package init(_ values: [String: String]) {
+    /// Fixed values, for tests and tools; `repeated` names the variables to
+    /// report as given more than once.
+    package init(_ values: [String: String], repeated: Set<String> = []) {
         lookup = { values[$0] }
+        repeats = { repeated.contains($0) }
     }
 
     package init(dictionaryLiteral elements: (String, String)...) {
@@ -23,16 +27,37 @@ package struct CGIEnvironment: Sendable, ExpressibleByDictionaryLiteral {
     /// This process's environment.
     /// (`withCString`: a String passed where C wants a pointer is copied into
     /// a new array each time. A long value is kept until exit: see `KeepUntilExit`.)
-    package static let process = CGIEnvironment { name in
-        name.withCString { getenv($0) }.map { KeepUntilExit.keep(String(cString: $0)) }
-    }
+    package static let process = CGIEnvironment(
+        lookup: { name in name.withCString { getenv($0) }.map { KeepUntilExit.keep(String(cString: $0)) } },
+        repeats: { name in occurrencesInProcess(name) > 1 })
 
-    /// The value of `name`, e.g. `HTTP_X_USER_KEY`.
+    /// The value of `name`, e.g. `HTTP_X_USER_KEY`; the first, when the
+    /// environment holds it more than once.
     package subscript(name: String) -> String? { lookup(name) }
+
+    /// True when the environment holds `name` more than once. nginx 1.22
+    /// passes a request header sent on two lines as two FastCGI parameters,
+    /// and fcgiwrap puts both in the program's environment.
+    package func isRepeated(_ name: String) -> Bool { repeats(name) }
 
     /// The same values with some replaced (tests and tools).
     package func overriding(_ values: [String: String]) -> CGIEnvironment {
         let base = lookup
-        return CGIEnvironment { name in values[name] ?? base(name) }
+        return CGIEnvironment(lookup: { name in values[name] ?? base(name) }, repeats: repeats)
+    }
+
+    /// How many `NAME=` entries this process's environment holds.
+    private static func occurrencesInProcess(_ name: String) -> Int {
+        name.withCString { cName in
+            let length = strlen(cName)
+            var count = 0
+            var entry = environ
+            while let line = entry.pointee {
+                // The first byte alone rules out most entries, without a call.
+                if line[0] == cName[0] && strncmp(line, cName, length) == 0 && line[length] == 0x3D { count += 1 }
+                entry += 1
+            }
+            return count
+        }
     }
 }

@@ -63,6 +63,7 @@ package enum CGIProgram {
     ) -> CGIResponse {
         do {
             let body = try readBody(environment: environment, limit: bodyLimit, from: stdin)
+            try checkHeaders(environment)
             // Test hook: the acceptance tests make a real program trap here.
             if environment["MOCKCLOUD_FAULT"] == "trap" { fatalError("MOCKCLOUD_FAULT=trap") }
             return try handler(CGIRequest(environment: environment, body: body))
@@ -72,6 +73,28 @@ package enum CGIProgram {
         } catch {
             log(name, "unexpected error: \(error)")
             return .error(ServerError(message: "internal error; see the server log"))
+        }
+    }
+
+    /// Refuses (400) an identity header sent more than once, whichever line
+    /// would win: nginx 1.22 passes each line (the environment holds the name
+    /// twice), later nginx joins them with ", ", and no user key, device id
+    /// or token holds a comma. Refuses (415) a request body in any
+    /// `Content-Encoding` but identity: the routes read JSON as sent.
+    static func checkHeaders(_ environment: CGIEnvironment) throws(RequestError) {
+        try once(environment, "HTTP_X_USER_KEY", "X-User-Key")
+        try once(environment, "HTTP_X_DEVICE_ID", "X-Device-Id")
+        try once(environment, "HTTP_AUTHORIZATION", "Authorization")
+        if let encoding = environment["HTTP_CONTENT_ENCODING"] {
+            let value = Substring(encoding).trimmingSpaces()
+            if !value.isEmpty && value.lowercased() != "identity" { throw .unsupportedContentEncoding(value) }
+        }
+    }
+
+    /// Throws `.repeatedHeader(name)` when `variable` came more than once.
+    private static func once(_ environment: CGIEnvironment, _ variable: String, _ name: String) throws(RequestError) {
+        if environment.isRepeated(variable) || environment[variable]?.utf8.contains(UInt8(ascii: ",")) == true {
+            throw .repeatedHeader(name)
         }
     }
 

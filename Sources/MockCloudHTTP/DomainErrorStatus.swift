@@ -19,6 +19,8 @@ extension IntegrityError: HTTPResponseError {
 extension KeyFileError: HTTPResponseError {
     /// A misconfigured server: every request fails until the file is fixed.
     package var status: HTTPStatus { .internalServerError }
+    /// The client is not told the file's path or its problem (`logDetail` is).
+    package var message: String { ServerError.misconfiguredMessage }
 }
 
 extension InboxError: HTTPResponseError {

@@ -73,9 +73,12 @@ package struct InboxRoute: Sendable {
         }
     }
 
-    /// The requesting key's inbox.
+    /// The requesting key's inbox, its folders checked (no planted links).
     private func store(for request: CGIRequest) throws -> InboxStore {
-        InboxStore(root: dataRoot, key: try request.userKey(), settings: settings, integrity: integrity, clock: clock)
+        let store = InboxStore(
+            root: dataRoot, key: try request.userKey(), settings: settings, integrity: integrity, clock: clock)
+        try store.checkDirectories()
+        return store
     }
 
     private static func messageID(_ text: String) throws -> MessageID {

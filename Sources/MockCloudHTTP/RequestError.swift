@@ -12,16 +12,21 @@ package enum RequestError: HTTPResponseError, Equatable {
     case invalidJSON(JSONError)
     case notAnObject
     case unsupportedMediaType(expected: String, received: String)
+    /// A header that says who is asking (`X-User-Key`, `X-Device-Id`,
+    /// `Authorization`) came on more than one line, or joined by a proxy.
+    case repeatedHeader(String)
+    /// A `Content-Encoding` other than `identity` on the request.
+    case unsupportedContentEncoding(String)
 
     package var status: HTTPStatus {
         switch self {
         case .missingUserKey, .invalidUserKey, .invalidContentLength, .bodyShorterThanContentLength,
-            .invalidJSON, .notAnObject:
+            .invalidJSON, .notAnObject, .repeatedHeader:
             return .badRequest
         case .notFound: return .notFound
         case .methodNotAllowed: return .methodNotAllowed
         case .bodyTooLarge: return .contentTooLarge
-        case .unsupportedMediaType: return .unsupportedMediaType
+        case .unsupportedMediaType, .unsupportedContentEncoding: return .unsupportedMediaType
         }
     }
 
@@ -45,6 +50,9 @@ package enum RequestError: HTTPResponseError, Equatable {
         case .unsupportedMediaType(let expected, let received):
             let got = received.isEmpty ? "none" : received
             return "Content-Type must be \(expected) (got \(got))"
+        case .repeatedHeader(let name): return "\(name) sent more than once; send it once"
+        case .unsupportedContentEncoding(let encoding):
+            return "Content-Encoding \(encoding) is not accepted; send the JSON uncompressed"
         }
     }
 

@@ -41,9 +41,8 @@ package struct ServiceConfig: Sendable {
     /// user's data where nobody looks for it.
     package static func dataRoot(_ environment: CGIEnvironment) throws -> String {
         guard let root = environment["MOCKCLOUD_DATA"], !root.isEmpty else {
-            throw ServerError(
-                message: "server misconfigured: MOCKCLOUD_DATA is not set",
-                logDetail: "MOCKCLOUD_DATA is not set; add `fastcgi_param MOCKCLOUD_DATA /path/to/data;` to nginx")
+            throw ServerError.misconfigured(
+                "MOCKCLOUD_DATA is not set; add `fastcgi_param MOCKCLOUD_DATA /path/to/data;` to nginx")
         }
         return root
     }
@@ -64,9 +63,7 @@ package struct ServiceConfig: Sendable {
         let require = requiresSigned(environment)
         guard let path = signingKeyFile(environment) else {
             if require {
-                throw ServerError(
-                    message: "server misconfigured: MOCKCLOUD_HMAC_REQUIRE=1 needs MOCKCLOUD_HMAC_KEYS",
-                    logDetail: "MOCKCLOUD_HMAC_REQUIRE=1 is set but MOCKCLOUD_HMAC_KEYS is not")
+                throw ServerError.misconfigured("MOCKCLOUD_HMAC_REQUIRE=1 is set but MOCKCLOUD_HMAC_KEYS is not")
             }
             return .off
         }
@@ -87,9 +84,8 @@ package struct ServiceConfig: Sendable {
         func value(_ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
             guard let text = environment[name], !text.isEmpty else { return nil }
             guard let number = Int64(text), range.contains(number) else {
-                throw ServerError(
-                    message: "server misconfigured: \(name) must be an integer from \(range.lowerBound) to \(range.upperBound)",
-                    logDetail: "\(name)=\(text) is not an integer from \(range.lowerBound) to \(range.upperBound)")
+                throw ServerError.misconfigured(
+                    "\(name)=\(text) is not an integer from \(range.lowerBound) to \(range.upperBound)")
             }
             return number
         }

@@ -1,8 +1,10 @@
 import MockCloudSystem
 
 /// Optional bearer tokens (`MOCKCLOUD_TOKENS`): a file of SHA-256 hashes of
-/// the tokens, one `sha256:<64 hex> [label]` a line, made by
-/// `mockcloud-admin token`. The tokens themselves are never stored. A
+/// the tokens, one `sha256:<64 hex> [label] [keys=KEY,KEY...]` a line, made
+/// by `mockcloud-admin token`. A token with `keys=` may use only those
+/// `X-User-Key`s; one without (every line written before scopes existed)
+/// may use every key. The tokens themselves are never stored. A
 /// presented token is hashed and compared with every stored hash in
 /// constant time (`CRYPTO_memcmp`), and never logged.
 ///
@@ -11,11 +13,31 @@ import MockCloudSystem
 /// CGI process Optional's run-time metadata (commit d6e5fcd: part of a
 /// signed GET's 363k -> 263k instructions).
 package final class AccessTokens: Sendable {
-    /// The stored hashes; empty means "no token can pass".
-    let hashes: [[UInt8]]
+    /// One stored token: the SHA-256 of the token, and the user keys it
+    /// may use (`nil`: every key).
+    package struct Entry: Sendable, Equatable {
+        package let hash: [UInt8]
+        package let keys: [String]?
 
-    package init(hashes: [[UInt8]]) {
-        self.hashes = hashes
+        package init(hash: [UInt8], keys: [String]? = nil) {
+            self.hash = hash
+            self.keys = keys
+        }
+    }
+
+    /// The stored tokens; empty means "no token can pass".
+    package let entries: [Entry]
+
+    package init(entries: [Entry]) {
+        self.entries = entries
+    }
+
+    /// The stored hashes, in the file's order.
+    package var hashes: [[UInt8]] { entries.map(\.hash) }
+
+    /// Tokens that may use every key.
+    package convenience init(hashes: [[UInt8]]) {
+        self.init(entries: hashes.map { Entry(hash: $0) })
     }
 
     /// Reads a token file; a missing, malformed or group/other-readable file
@@ -26,34 +48,53 @@ package final class AccessTokens: Sendable {
 
     /// Parses a token file; `path` is only for error messages.
     package static func parse(_ text: [UInt8], path: String) throws -> AccessTokens {
-        var hashes: [[UInt8]] = []
+        var entries: [Entry] = []
         let prefix = Array("sha256:".utf8)
+        let keysPrefix = Array("keys=".utf8)
         try PrivateFile.forEachLine(text) { number, line in
             var fields = ByteFields(text, line, separator: 0x20)
             guard let first = fields.next(), text[first].starts(with: prefix),
                 let hash = ASCII.decodeHex(text[(first.lowerBound + prefix.count)..<first.upperBound]),
                 hash.count == HMACSHA256.macLength
             else {
-                throw KeyFileError.malformed(path: path, line: number, reason: "expected sha256:<64 hex digits> [label]", file: .tokens)
+                throw KeyFileError.malformed(
+                    path: path, line: number, reason: "expected sha256:<64 hex digits> [label] [keys=KEY,KEY...]", file: .tokens)
             }
-            hashes.append(hash)
+            var keys: [String]?
+            while let field = fields.next() {
+                guard text[field].starts(with: keysPrefix) else { continue }  // the label
+                let list = String(decoding: text[(field.lowerBound + keysPrefix.count)..<field.upperBound], as: UTF8.self)
+                let named = list.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                guard keys == nil, !named.isEmpty, named.allSatisfy({ UserKey($0) != nil }) else {
+                    throw KeyFileError.malformed(
+                        path: path, line: number, reason: "keys= takes one comma-separated list of user keys", file: .tokens)
+                }
+                keys = named
+            }
+            entries.append(Entry(hash: hash, keys: keys))
         }
-        return AccessTokens(hashes: hashes)
+        return AccessTokens(entries: entries)
     }
 
-    /// True when the token's hash is one of the stored ones. Every stored
-    /// hash is compared, whichever matches.
-    package func accepts(token: String) -> Bool {
+    /// The stored token whose hash is the token's; `nil` when none is.
+    /// Every stored hash is compared, whichever matches.
+    package func entry(for token: String) -> Entry? {
         let digest = HMACSHA256.sha256([Array(token.utf8)])
-        var matched = false
-        for hash in hashes where HMACSHA256.constantTimeEqual(hash, digest) { matched = true }
+        var matched: Entry?
+        for entry in entries where HMACSHA256.constantTimeEqual(entry.hash, digest) { matched = entry }
         return matched
     }
 
-    /// A new random token (32 bytes, hex) and the line that stores its hash.
-    package static func newToken(label: String) -> (token: String, line: String) {
+    /// True when the token's hash is one of the stored ones.
+    package func accepts(token: String) -> Bool { entry(for: token) != nil }
+
+    /// A new random token (32 bytes, hex) and the line that stores its hash;
+    /// with `keys`, the token may use only those user keys.
+    package static func newToken(label: String, keys: [UserKey]? = nil) -> (token: String, line: String) {
         let token = "mct_" + ASCII.hex(Random.bytes(32))
         let hash = ASCII.hex(HMACSHA256.sha256([Array(token.utf8)]))
-        return (token, "sha256:\(hash)" + (label.isEmpty ? "" : " \(label)"))
+        var line = "sha256:\(hash)" + (label.isEmpty ? "" : " \(label)")
+        if let keys { line += " keys=" + keys.map(\.rawValue).joined(separator: ",") }
+        return (token, line)
     }
 }

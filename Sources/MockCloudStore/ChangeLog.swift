@@ -23,7 +23,7 @@ package struct ChangeLog {
     package static func openForReading(_ path: String) throws -> ChangeLog? {
         let fd: Int32
         do {
-            fd = try Sys.open(path, O_RDONLY)
+            fd = try Sys.open(path, O_RDONLY | O_NOFOLLOW)
         } catch let error as SystemError where error.errno == ENOENT {
             return nil
         }
@@ -42,12 +42,12 @@ package struct ChangeLog {
     package static func openForWriting(_ path: String, directory: String) throws -> ChangeLog {
         var fd: Int32
         do {
-            fd = try Sys.open(path, O_RDWR)
+            fd = try Sys.open(path, O_RDWR | O_NOFOLLOW)
         } catch let error as SystemError where error.errno == ENOENT {
             let header = ChangeLogHeader(
                 generation: newGeneration(), compactedThrough: 0, lastSeq: 0, records: 0, epoch: 0)
             try AtomicFile.write(encode(header), to: lastComponent(path), in: directory)
-            fd = try Sys.open(path, O_RDWR)
+            fd = try Sys.open(path, O_RDWR | O_NOFOLLOW)
         }
         do {
             var log = try ChangeLog(fd: fd, path: path)

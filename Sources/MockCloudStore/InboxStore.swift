@@ -88,15 +88,34 @@ package struct InboxStore: Sendable {
         }
     }
 
+    /// Refuses a symbolic link in place of the inbox's folders (`inbox`,
+    /// `inbox/<key>`, `inbox/<key>/messages`): the files in them are opened
+    /// with `O_NOFOLLOW`, but a linked folder would lead there from elsewhere.
+    /// The route calls it once per request, before anything else.
+    package func checkDirectories() throws {
+        do {
+            try Sys.checkFolders(under: root, Self.route.name, key.rawValue, "messages")
+        } catch let error as SystemError {
+            throw StorageError(error, .reading)
+        }
+    }
+
     /// The changes after `anchor`, oldest first, each id once in its latest state.
+    /// An inbox that holds nothing has no lock file, and reading it creates none.
     package func changes(after anchor: Anchor, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
-        try KeyLock.withLock(root: root, route: Self.route, key: key, shared: true) {
+        func read() throws -> FeedPage {
             guard let log = try ChangeLog.openForReading(logPath) else {
                 if anchor.seq != 0 { throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored") }
                 return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
             }
             defer { log.close() }
             return try page(log, after: anchor, limit: limit, excluding: excluded)
+        }
+        return try KeyLock.withExistingLock(root: root, route: Self.route, key: key, shared: true, read) {
+            // No lock file: nothing stored, unless a first writer is at work
+            // now (it makes the lock file before the log); then wait for it.
+            if !KeyLock.exists(root: root, route: Self.route, key: key), !Sys.exists(logPath) { return try read() }
+            return try KeyLock.withLock(root: root, route: Self.route, key: key, shared: true, read)
         }
     }
 
@@ -146,8 +165,14 @@ package struct InboxStore: Sendable {
     }
 
     /// Runs a change under the key's exclusive lock with the log open for appending.
+    /// The lock file stays while the log does; temporary files killed writers
+    /// left in the inbox are swept when the lock was untouched for a while.
     private func changing<T>(_ body: (inout ChangeLog) throws -> T) throws -> T {
-        try KeyLock.withLock(root: root, route: Self.route, key: key) {
+        let log = logPath
+        return try KeyLock.withLock(
+            root: root, route: Self.route, key: key,
+            holdsData: { Sys.exists(log) }, sweeping: messagesDirectory, alsoSweeping: directory
+        ) {
             var log: ChangeLog
             do {
                 try Sys.makeDirectories(messagesDirectory)

@@ -1,15 +1,16 @@
 /// Why a private file (the HMAC key file, the token file) cannot be used.
-/// Every request then fails with a 500 that names the problem; no message
-/// ever contains a secret.
+/// Every request then fails with a 500; the server log and the admin tool
+/// name the problem (`detail`), clients learn only that the server is
+/// misconfigured. No message ever contains a secret.
 package enum KeyFileError: Error, Equatable {
     case unreadable(path: String, reason: String, file: PrivateFile.Kind = .hmacKeys)
     case tooOpen(path: String, mode: UInt32, file: PrivateFile.Kind = .hmacKeys)
     case malformed(path: String, line: Int, reason: String, file: PrivateFile.Kind = .hmacKeys)
     case noKeys(path: String)
 
-    /// The sentence for the client and the server log alike: it names the
+    /// The sentence for the server log and the admin tool: it names the
     /// file and what to do, never a secret.
-    package var message: String {
+    package var detail: String {
         switch self {
         case .unreadable(let path, let reason, let file): return "\(file) \(path) cannot be read: \(reason)"
         case .tooOpen(let path, let mode, let file):
@@ -19,7 +20,7 @@ package enum KeyFileError: Error, Equatable {
         }
     }
 
-    package var logDetail: String? { message }
+    package var logDetail: String? { detail }
 
     static func octal(_ mode: UInt32) -> String {
         let digits = String(mode & 0o7777, radix: 8)

@@ -4,34 +4,129 @@ import MockCloudSystem
 /// Per-key locks (`flock`) on files under `<data>/.locks/`: writers on one key
 /// are serialised, readers of a key's feed share the lock so that they never
 /// see a write half done, and different keys never wait for each other.
+///
+/// A lock file exists only while its key holds data: a writer creates it
+/// before the key's first file, and removes it, still holding the lock,
+/// once the key holds nothing (`holdsData`). A request that finds nothing
+/// creates nothing (`withExistingLock`), so that requests on keys that hold
+/// nothing cannot fill the disk's inodes. A waiter whose file was removed
+/// while it waited holds a lock nobody else will take: after `flock` it
+/// checks that its file is still the one at the path, and starts again
+/// otherwise. Lock files are opened with `O_NOFOLLOW`: a planted link is
+/// refused, never followed.
 package enum KeyLock {
-    /// Runs `body` while holding the lock of `route` and `key`
-    /// (`<root>/.locks/<route>.<key>.lock`).
+    /// `<root>/.locks/<route>.<key>.lock`.
+    package static func path(root: String, route: Route, key: UserKey) -> String {
+        Sys.path(root, "/.locks/", route.name, ".", key.rawValue, ".lock")
+    }
+
+    /// True when the key's lock file exists: the key holds data, or a writer
+    /// is about to store some.
+    package static func exists(root: String, route: Route, key: UserKey) -> Bool {
+        Sys.exists(path(root: root, route: route, key: key))
+    }
+
+    /// Runs `body` while holding the lock of `route` and `key`, creating the
+    /// lock file when it is missing. Exclusive holders: the lock file is
+    /// removed after `body` (returned or thrown) when `holdsData` then says
+    /// the key holds nothing; when the lock file was new or untouched for
+    /// `AtomicFile.staleAfterSeconds`, the temporary files that killed
+    /// writers left in the folders `sweeping` and `alsoSweeping` ("": none)
+    /// are removed first. (Two strings, not an array: the first array of
+    /// strings costs a CGI process some 60k instructions of metadata set-up.)
     package static func withLock<T>(
-        root: String, route: Route, key: UserKey, shared: Bool = false, _ body: () throws -> T
+        root: String, route: Route, key: UserKey, shared: Bool = false,
+        holdsData: () -> Bool = { true }, sweeping: String = "", alsoSweeping: String = "", _ body: () throws -> T
     ) throws -> T {
-        let directory = Sys.path(root, "/.locks")
-        let path = Sys.path(directory, "/", route.name, ".", key.rawValue, ".lock")
+        while true {
+            do {
+                return try attempt(
+                    root: root, route: route, key: key, shared: shared, create: true,
+                    holdsData: holdsData, sweeping: sweeping, alsoSweeping: alsoSweeping, body)
+            } catch is Retry {
+                continue
+            }
+        }
+    }
+
+    /// Runs `body` under the lock when the key's lock file exists, and
+    /// `ifMissing` (without a lock, creating nothing) when it does not: the
+    /// key holds no data.
+    package static func withExistingLock<T>(
+        root: String, route: Route, key: UserKey, shared: Bool = false,
+        _ body: () throws -> T, ifMissing: () throws -> T
+    ) throws -> T {
+        while true {
+            do {
+                return try attempt(
+                    root: root, route: route, key: key, shared: shared, create: false,
+                    holdsData: { true }, sweeping: "", alsoSweeping: "", body)
+            } catch is Retry {
+                continue
+            } catch is Missing {
+                return try ifMissing()
+            }
+        }
+    }
+
+    /// The lock file went while this process waited for it, or another
+    /// writer created it first: open it again. (Thrown, not an optional
+    /// result: an optional of a generic result costs a CGI process the
+    /// run-time metadata of Optional.)
+    private struct Retry: Error {}
+    /// No lock file, and none was to be created.
+    private struct Missing: Error {}
+
+    private static func attempt<T>(
+        root: String, route: Route, key: UserKey, shared: Bool, create: Bool,
+        holdsData: () -> Bool, sweeping: String, alsoSweeping: String, _ body: () throws -> T
+    ) throws -> T {
+        let path = self.path(root: root, route: route, key: key)
+        // Readers lock a read-only descriptor: a read-only data directory
+        // still has its lock files to share.
+        let access = shared ? O_RDONLY : O_RDWR
         let fd: Int32
+        var created = false
         do {
             do {
-                fd = try Sys.open(path, O_RDWR | O_CREAT, mode: 0o600)
+                fd = try Sys.open(path, access | O_NOFOLLOW)
             } catch let error as SystemError where error.errno == ENOENT {
+                guard create else { throw Missing() }
+                // Never create a lock file through a planted `.locks` link.
+                let directory = Sys.path(root, "/.locks")
+                try Sys.checkDirectory(directory)
                 try Sys.makeDirectories(directory)
-                fd = try Sys.open(path, O_RDWR | O_CREAT, mode: 0o600)
+                do {
+                    fd = try Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+                    created = true
+                } catch let error as SystemError where error.errno == EEXIST {
+                    throw Retry()  // another writer made it first: take theirs
+                }
             }
         } catch let error as SystemError where shared && error.isNotWritable {
             // A read-only data directory has no writers to wait for.
-            guard let readOnly = try? Sys.open(path, O_RDONLY) else { return try body() }
-            fd = readOnly
+            return try body()
         } catch let error as SystemError {
             throw StorageError(error, shared ? .reading : .writing)
         }
         return try Sys.closing(fd) { fd in
             do {
                 try Sys.lock(fd, shared: shared, path: path)
+                // Removed (its key's data gone) while this process waited.
+                guard try Sys.isStill(fd, at: path) else { throw Retry() }
+                if !shared, !sweeping.isEmpty,
+                    try created || Sys.secondsSinceModified(fd, path: path) > AtomicFile.staleAfterSeconds
+                {
+                    AtomicFile.sweepStaleTemporaries(in: sweeping)
+                    if !alsoSweeping.isEmpty { AtomicFile.sweepStaleTemporaries(in: alsoSweeping) }
+                    try Sys.touch(fd, path: path)
+                }
             } catch let error as SystemError {
                 throw StorageError(error, shared ? .reading : .writing)
+            }
+            defer {
+                // Still under the lock: a waiter finds the file gone and starts again.
+                if !shared, !holdsData() { _ = try? Sys.unlink(path) }
             }
             return try body()
         }

@@ -25,8 +25,24 @@ package struct SettingsStore: Sendable {
     package func path(for key: UserKey) -> String { Sys.path(directory, "/", fileName(for: key)) }
 
     /// The stored bytes, verified, or `nil` when nothing is stored for `key`.
+    /// A symbolic link in place of the folder or the file is refused.
     package func read(_ key: UserKey) throws -> [UInt8]? {
-        try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))
+        do {
+            try Sys.checkDirectory(directory)
+        } catch let error as SystemError {
+            throw StorageError(error, .reading)
+        }
+        return try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))
+    }
+
+    /// True when a read finds nothing for `key`; false when it finds data or
+    /// fails (the change under the lock then reads again and reports it).
+    private func nothingStored(_ key: UserKey) -> Bool {
+        do {
+            return try read(key) == nil
+        } catch {
+            return false
+        }
     }
 
     /// What an update decided to do with a key's file.
@@ -37,8 +53,20 @@ package struct SettingsStore: Sendable {
 
     /// Reads the current bytes and applies `decide`'s change, all under the
     /// key's lock, so that concurrent writers on one key are serialised.
+    /// A key that holds nothing has no lock file: when `decide` writes nothing
+    /// there either (a DELETE or a refused PATCH), it answers without creating
+    /// one; otherwise it decides again under the new lock. The lock file goes
+    /// with the key's settings file. `decide` may run twice: it must only decide.
     package func update<T>(_ key: UserKey, _ decide: ([UInt8]?) throws -> (Change, T)) throws -> T {
-        try KeyLock.withLock(root: root, route: Self.route, key: key) {
+        if !KeyLock.exists(root: root, route: Self.route, key: key), nothingStored(key) {
+            let (change, result) = try decide(nil)
+            if case .delete = change { return result }
+        }
+        let file = path(for: key)
+        return try KeyLock.withLock(
+            root: root, route: Self.route, key: key,
+            holdsData: { Sys.exists(file) }, sweeping: directory
+        ) {
             let current = try read(key)
             let (change, result) = try decide(current)
             switch change {

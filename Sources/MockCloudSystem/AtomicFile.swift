@@ -50,7 +50,7 @@ package enum AtomicFile {
     /// Reads `name` from `directory`; `nil` when it does not exist.
     package static func read(_ name: String, in directory: String) throws -> [UInt8]? {
         do {
-            return try Sys.readFile(Sys.path(directory, "/", name))
+            return try Sys.readFile(Sys.path(directory, "/", name), flags: O_NOFOLLOW)
         } catch let error as SystemError {
             throw StorageError(error, .reading)
         }
@@ -67,10 +67,25 @@ package enum AtomicFile {
     private static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
         let path = Sys.path(directory, "/", temporaryPrefix, name)
         do {
-            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))
         } catch let error as SystemError where error.errno == EEXIST {
             try Sys.unlink(path)
-            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))
         }
+    }
+
+    /// Seconds after which a temporary file is a killed writer's leftover:
+    /// longer than any request may run (a CGI program answers 503 and exits
+    /// at 25 s, `CGIProgram.timeLimitSeconds`), so no live writer has one
+    /// this old.
+    package static let staleAfterSeconds = 30
+
+    /// Removes the temporary files of `directory` older than
+    /// `staleAfterSeconds`: a writer killed mid-write leaves `.~<name>`,
+    /// which only a later write of the same name would replace, and most
+    /// message ids are never written again.
+    @discardableResult
+    package static func sweepStaleTemporaries(in directory: String) -> Int {
+        Sys.removeStale(in: directory, prefix: temporaryPrefix, olderThan: staleAfterSeconds)
     }
 }

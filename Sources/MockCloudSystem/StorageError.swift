@@ -1,3 +1,5 @@
+import Glibc
+
 /// Why storage failed, in words for the client; the `SystemError` goes to the
 /// server log. It carries no HTTP status: the HTTP layer maps it.
 package struct StorageError: Error, Equatable {
@@ -25,8 +27,13 @@ package struct StorageError: Error, Equatable {
     /// may retry once space is freed.
     package var isOutOfSpace: Bool { phase == .writing && cause.isNoSpace }
 
+    /// True when the failure was a symbolic link where the data directory
+    /// keeps its own files (`O_NOFOLLOW`, `Sys.checkDirectory`).
+    package var isPlantedLink: Bool { cause.errno == ELOOP }
+
     /// The sentence for the client: what happened and whether data changed.
     package var message: String {
+        if isPlantedLink { return "refused a symbolic link in the data directory; see the server log" }
         let outcome: String
         switch phase {
         case .syncingAfterCommit:
@@ -43,5 +50,9 @@ package struct StorageError: Error, Equatable {
     }
 
     /// The failed call for the server log.
-    package var logDetail: String? { cause.description }
+    package var logDetail: String? {
+        guard isPlantedLink else { return cause.description }
+        return cause.description
+            + " (a symbolic link where the service keeps its own files: refused, never followed; remove it)"
+    }
 }

@@ -173,11 +173,13 @@ package enum Sys {
         _ = try retrying("flock", path) { systemFlock(fd, shared ? LOCK_SH : LOCK_EX) }
     }
 
-    /// Creates `path` and its missing parents with `mode`; existing ones are fine.
+    /// Creates `path` and its missing parents with `mode`; existing
+    /// directories are fine, anything else already at `path` (a symbolic
+    /// link someone planted) throws (`checkDirectory`).
     package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
         if path.withCString({ Glibc.mkdir($0, mode) }) == 0 { return }
         let code = Glibc.errno
-        if code == EEXIST { return }
+        if code == EEXIST { return try checkDirectory(path) }
         if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             try makeDirectories(KeepUntilExit.keep(String(path[..<slash])), mode: mode)
             if path.withCString({ Glibc.mkdir($0, mode) }) == 0 || Glibc.errno == EEXIST { return }
@@ -186,11 +188,12 @@ package enum Sys {
         throw SystemError("mkdir", path: path, errno: code)
     }
 
-    /// Reads a whole file; `nil` when it does not exist.
-    package static func readFile(_ path: String) throws -> [UInt8]? {
+    /// Reads a whole file; `nil` when it does not exist. `flags` are added
+    /// to `O_RDONLY` (`O_NOFOLLOW` for the data directory's files).
+    package static func readFile(_ path: String, flags: Int32 = 0) throws -> [UInt8]? {
         let fd: Int32
         do {
-            fd = try open(path, O_RDONLY)
+            fd = try open(path, O_RDONLY | flags)
         } catch let error as SystemError where error.errno == ENOENT {
             return nil
         }
@@ -200,9 +203,125 @@ package enum Sys {
 
     /// fsyncs a directory so that a rename or unlink in it survives power loss.
     package static func syncDirectory(_ path: String) throws {
-        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
         defer { close(fd) }
         try fsync(fd, path: path)
+    }
+}
+
+// Files the service did not make: a data directory is the service's own,
+// and a symbolic link in it was planted by someone else. Opens there use
+// `O_NOFOLLOW` (a link fails with `ELOOP`), and the directories on the way
+// are checked with `lstat`.
+extension Sys {
+    /// `lstat(2)` of `path` itself, a link not followed, into `info`; false
+    /// when nothing is there. (Not an optional `stat`: Optional's metadata
+    /// for a C struct is built at run time, in every CGI process.)
+    package static func linkStatus(_ path: String, _ info: inout stat) throws -> Bool {
+        if path.withCString({ Glibc.lstat($0, &info) }) == 0 { return true }
+        let code = Glibc.errno
+        if code == ENOENT { return false }
+        throw SystemError("lstat", path: path, errno: code)
+    }
+
+    /// True when something (a link too) is at `path`; false when nothing is,
+    /// or when it cannot tell.
+    package static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return path.withCString { Glibc.lstat($0, &info) } == 0
+    }
+
+    /// Throws when something other than a directory is at `path`: `ELOOP`
+    /// for a symbolic link, `ENOTDIR` for anything else. Nothing there is fine.
+    package static func checkDirectory(_ path: String) throws {
+        var info = stat()
+        guard try linkStatus(path, &info) else { return }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: return
+        case S_IFLNK: throw SystemError("lstat", path: path, errno: ELOOP)
+        default: throw SystemError("lstat", path: path, errno: ENOTDIR)
+        }
+    }
+
+    /// Throws when something other than a folder is in place of one on the
+    /// way from `root` down to `a/b/c` ("" ends the way early): `ELOOP` for
+    /// a symbolic link, `ENOTDIR` for another file. A missing folder ends
+    /// the check. Walks with `openat(O_NOFOLLOW)`, so that no path string is
+    /// built unless there is an error to name.
+    package static func checkFolders(under root: String, _ a: String, _ b: String = "", _ c: String = "") throws {
+        var fd = root.withCString { Glibc.open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        if fd < 0 { return }  // the data directory itself: its own opens report it
+        defer { if fd >= 0 { Glibc.close(fd) } }
+        for step in 0..<3 {
+            let name = step == 0 ? a : step == 1 ? b : c
+            if name.isEmpty { return }
+            let next = name.withCString { Glibc.openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            var code = Glibc.errno
+            if next < 0 && code == ENOTDIR {
+                // O_DIRECTORY | O_NOFOLLOW on a link fails with ENOTDIR: say which.
+                var info = stat()
+                if name.withCString({ Glibc.fstatat(fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0,
+                    info.st_mode & S_IFMT == S_IFLNK
+                {
+                    code = ELOOP
+                }
+            }
+            Glibc.close(fd)
+            fd = next
+            if next >= 0 { continue }
+            if code == ENOENT { return }
+            let shown = step == 0 ? path(root, "/", a) : step == 1 ? path(root, "/", a, "/", b) : path(path(root, "/", a), "/", b, "/", c)
+            throw SystemError("open", path: shown, errno: code)
+        }
+    }
+
+    /// True when the open `fd` is still the file at `path` (same device and
+    /// inode): false once it was unlinked or replaced.
+    package static func isStill(_ fd: Int32, at path: String) throws -> Bool {
+        var held = stat()
+        _ = try retrying("fstat", path) { Glibc.fstat(fd, &held) }
+        var there = stat()
+        guard try linkStatus(path, &there) else { return false }
+        return there.st_dev == held.st_dev && there.st_ino == held.st_ino
+    }
+
+    /// Whole seconds since `fd`'s file was last modified.
+    package static func secondsSinceModified(_ fd: Int32, path: String = "") throws -> Int {
+        var info = stat()
+        _ = try retrying("fstat", path) { Glibc.fstat(fd, &info) }
+        return Int(Glibc.time(nil)) - Int(info.st_mtim.tv_sec)
+    }
+
+    /// Sets `fd`'s modification time to now (`futimens(2)`).
+    package static func touch(_ fd: Int32, path: String = "") throws {
+        _ = try retrying("futimens", path) { Glibc.futimens(fd, nil) }
+    }
+
+    /// Removes the files of `directory` whose names start with `prefix` and
+    /// that nobody modified for over `seconds`; returns how many went. Best
+    /// effort: an entry that cannot be examined or removed is left.
+    @discardableResult
+    package static func removeStale(in directory: String, prefix: String, olderThan seconds: Int) -> Int {
+        guard let handle = directory.withCString({ Glibc.opendir($0) }) else { return 0 }
+        defer { Glibc.closedir(handle) }
+        let fd = Glibc.dirfd(handle)
+        let cutoff = Int(Glibc.time(nil)) - seconds
+        var removed = 0
+        while let entry = Glibc.readdir(handle) {
+            let gone: Bool = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                let name = raw.bindMemory(to: CChar.self)
+                guard let base = name.baseAddress, prefix.withCString({ strncmp(base, $0, strlen($0)) }) == 0 else {
+                    return false
+                }
+                var info = stat()
+                guard Glibc.fstatat(fd, base, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) != S_IFDIR,
+                    Int(info.st_mtim.tv_sec) < cutoff
+                else { return false }
+                return Glibc.unlinkat(fd, base, 0) == 0
+            }
+            if gone { removed += 1 }
+        }
+        return removed
     }
 }
 

@@ -157,7 +157,7 @@ import Testing
         let out = try program.run(
             "GET", "/user/settings", headers: ["X-User-Key": "u1"], extraEnvironment: ["MOCKCLOUD_DATA": ""])
         #expect(out.status == 500)
-        #expect(out.body == #"{"error": "server misconfigured: MOCKCLOUD_DATA is not set"}"#)
+        #expect(out.body == #"{"error": "server misconfigured; see the server log"}"#)
         #expect(out.stderr.contains("MOCKCLOUD_DATA is not set"))
     }
 }

@@ -39,7 +39,7 @@ public func fuzzSigningKeys(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
             let secret = Array(trimmed(line[(colon + 1)...]))
             guard secret.count >= 12, !shown.contains(where: { contains($0, secret) }) else { continue }
-            require(!contains(Array(error.message.utf8), secret), "the error \(show(error.message)) quotes a secret")
+            require(!contains(Array(error.detail.utf8), secret), "the error \(show(error.detail)) quotes a secret")
         }
     } catch {
         require(false, "an error that is not a KeyFileError: \(error)")

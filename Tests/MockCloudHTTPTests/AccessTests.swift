@@ -41,7 +41,7 @@ import Testing
 
     @Test func aMalformedTokenFileNamesItsLine() {
         #expect(throws: KeyFileError.malformed(
-            path: "t", line: 2, reason: "expected sha256:<64 hex digits> [label]", file: .tokens)) {
+            path: "t", line: 2, reason: "expected sha256:<64 hex digits> [label] [keys=KEY,KEY...]", file: .tokens)) {
             try AccessTokens.parse(Array("\nsha256:abc\n".utf8), path: "t")
         }
     }

@@ -35,7 +35,7 @@ import Testing
             try SigningKeys.parse(SigningFixture.bytes(text), path: "/keys")
         } throws: { error in
             guard let error = error as? KeyFileError else { return false }
-            return error.message == message && !error.message.contains(SigningFixture.hexSecret.prefix(20))
+            return error.detail == message && !error.detail.contains(SigningFixture.hexSecret.prefix(20))
         }
     }
 
@@ -45,7 +45,7 @@ import Testing
         try Data("k1:\(SigningFixture.hexSecret)\n".utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o644)
         #expect(throws: KeyFileError.tooOpen(path: path, mode: 0o100644)) { try SigningKeys.load(path: path) }
-        #expect(KeyFileError.tooOpen(path: path, mode: 0o100644).message.contains("(mode 0644)"))
+        #expect(KeyFileError.tooOpen(path: path, mode: 0o100644).detail.contains("(mode 0644)"))
         chmod(path, 0o600)
         #expect(try SigningKeys.load(path: path).current.id == "k1")
     }

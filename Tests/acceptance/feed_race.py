@@ -13,6 +13,9 @@ are done), applying messages and deletions as a client would. At the end:
 - no page repeats an id, and no (id, seq) reaches the reader twice;
 - seqs only grow along the feed.
 
+A 429 (more requests a second than one address may send) is waited out
+and sent again, as Retry-After says.
+
 Exit status 0 when all hold; otherwise the first failures are printed.
 Bounded in count (writers x ops) and time (--seconds).
 """
@@ -41,17 +44,25 @@ class Client:
         all_headers = {"X-User-Key": KEY}
         all_headers.update(headers or {})
         data = None if body is None else json.dumps(body).encode()
-        for attempt in range(3):
+        failures = 0
+        while True:
             try:
                 self.connection.request(method, path, body=data, headers=all_headers)
                 response = self.connection.getresponse()
                 raw = response.read()
-                return response.status, (json.loads(raw) if raw else None)
             except (http.client.HTTPException, ConnectionError, OSError):
                 self.connection.close()
-                if attempt == 2:
+                failures += 1
+                if failures == 3:
                     raise
-        raise AssertionError("unreachable")
+                continue
+            # Past the per-address request rate (nginx/mockcloud-http.conf)
+            # nothing is done: wait as Retry-After says and send it again,
+            # as a client should.
+            if response.status == 429:
+                time.sleep(float(response.getheader("Retry-After") or 1))
+                continue
+            return response.status, (json.loads(raw) if raw else None)
 
 
 def writer(base, number, ops, deadline, acknowledged, failures):

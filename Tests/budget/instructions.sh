@@ -25,14 +25,24 @@
 #     fixed here, so it does not move this test).
 # 4% covers those with room; a tidy-up that costs a request 5% more fails.
 # After a change that is worth its instructions, set the budget anew here.
+#
+# Set anew for issue 12 (a hostile device on the LAN), measured on branch
+# hostile (symbol-order.txt fresh): settings-get 98,310, settings-put
+# 205,745, inbox-put 202,159 (+5.7%, +6.0%, +7.8% on eec2709; feed-page
+# 385,099, +1.1%, keeps its budget). What they pay for: the identity headers checked
+# once each (three scans of the environment, ~2.3k), the data directory's
+# folders walked without following links (openat/lstat), and the lock
+# file's life (the lock re-checked after flock, fstat/lstat; the key's
+# data looked for after the change, lstat), each a system call and the
+# strings and checks around it.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BIN="${1:-cgi-bin}"
 
 declare -A budget=(
-    [settings-get]=98000
-    [settings-put]=204000
-    [inbox-put]=197000
+    [settings-get]=103000
+    [settings-put]=214000
+    [inbox-put]=211000
     [feed-page]=397000
 )
 

@@ -24,6 +24,7 @@ http {
     uwsgi_temp_path $snippet_dir/uwsgi;
     types { text/html html; }
     default_type text/plain;
+    include $REPO/nginx/mockcloud-http.conf;
     server {
         listen 127.0.0.1:$snippet_port;
         set \$mockcloud_cgi_bin $MOCKCLOUD_CGI_BIN;
