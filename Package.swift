@@ -77,7 +77,9 @@ let package = Package(
         ),
 
         // The operator's tool: verify, sign and rotate a data directory.
-        .executableTarget(name: "mockcloud-admin", dependencies: ["MockCloudCore"]),
+        // Static like the CGI programs: the package runs it on a Debian box
+        // without the Swift toolchain.
+        .executableTarget(name: "mockcloud-admin", dependencies: ["MockCloudCore"], linkerSettings: staticExecutable),
 
         // Unit tests, one file per feature folder.
         .testTarget(name: "MockCloudCoreTests", dependencies: ["MockCloudCore"]),
