@@ -27,6 +27,8 @@ source "$HERE/cases.sh"
 
 # Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
 WORK="$(mktemp -d /tmp/mca.XXXXXX)"
+# `serve` as root runs as the mockcloud user, who must reach the stacks inside.
+chmod 0711 "$WORK"
 STACK_RUNS=()
 SERVER_PIDS=()
 
