@@ -72,6 +72,8 @@ run_suite() {
 
 run_suite acceptance Tests/acceptance/run.sh
 run_suite stress Tests/stress/short.sh
+# The Debian package: contents and maintainer scripts (make test-install: the real install).
+run_suite package Tests/package/run.sh
 # Every fuzz reproducer replayed, then each target fuzzed briefly.
 run_suite fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 

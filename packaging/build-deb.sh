@@ -61,7 +61,8 @@ sed -e "s/@VERSION@/$VERSION/" -e "s/@SIZE@/$size/" "$DEB/control.in" >"$ROOT/DE
     xargs -0 md5sum | grep -v ' etc/' >DEBIAN/md5sums)
 chmod 0644 "$ROOT/DEBIAN/md5sums"
 
-mkdir -p "$REPO/dist"
-out="$REPO/dist/mockcloud_${VERSION}_amd64.deb"
+DIST="${MOCKCLOUD_DIST:-$REPO/dist}"
+mkdir -p "$DIST"
+out="$DIST/mockcloud_${VERSION}_amd64.deb"
 dpkg-deb --root-owner-group -Zxz --build "$ROOT" "$out" >/dev/null
-printf '%s (%s KiB)\n' "${out#"$REPO"/}" "$(($(stat -c %s "$out") / 1024))"
+printf "%s (%s KiB)\n" "${out#"$REPO"/}" "$(($(stat -c %s "$out") / 1024))"

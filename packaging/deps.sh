@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Tools the packaging targets need, installed with apt-get when missing:
-#   packaging/deps.sh deb       dpkg-deb, fakeroot (make deb)
+#   packaging/deps.sh deb       dpkg-deb and strip (make deb)
 #   packaging/deps.sh lint      lintian as well (make lint-deb)
 #   packaging/deps.sh install   mmdebstrap as well (make test-install)
 set -euo pipefail
 want=()
 command -v dpkg-deb >/dev/null || want+=(dpkg)
-command -v fakeroot >/dev/null || want+=(fakeroot)
+command -v strip >/dev/null || want+=(binutils)
 case "${1:-deb}" in
     lint) command -v lintian >/dev/null || want+=(lintian) ;;
     install)
