@@ -51,6 +51,9 @@ gzip -9n "$ROOT/usr/share/doc/mockcloud/README.md"
         "$(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || date +%s)}")"
 } | gzip -9n >"$ROOT/usr/share/doc/mockcloud/changelog.gz"
 install -m 0644 "$DEB/lintian-overrides" "$ROOT/usr/share/lintian/overrides/mockcloud"
+install -d "$ROOT/usr/share/man/man8"
+gzip -9n <"$DEB/mockcloud-admin.8" >"$ROOT/usr/share/man/man8/mockcloud-admin.8.gz"
+chmod 0644 "$ROOT/usr/share/man/man8/mockcloud-admin.8.gz"
 
 # Control files.
 install -m 0755 "$DEB/postinst" "$DEB/postrm" "$ROOT/DEBIAN/"
