@@ -21,7 +21,7 @@ in_root() { chroot "$ROOT" "$@"; }
 start_fcgiwrap() {
     local www
     www="$(chroot "$ROOT" id -u www-data)"
-    cat >"$WORK/socket.py" <<'PYTHON'
+    cat >"$WORK/listen_socket.py" <<'PYTHON'
 import os, socket, sys
 path, uid, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -34,7 +34,7 @@ os.execvp("chroot", ["chroot", root, "setpriv", "--reuid=www-data", "--regid=www
                      "--inh-caps=-all", "--", "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
                      "/usr/sbin/fcgiwrap", "-f"])
 PYTHON
-    python3 "$WORK/socket.py" "$ROOT/run/fcgiwrap.socket" "$www" "$ROOT" </dev/null >>"$WORK/fcgiwrap.log" 2>&1 &
+    python3 "$WORK/listen_socket.py" "$ROOT/run/fcgiwrap.socket" "$www" "$ROOT" </dev/null >>"$WORK/fcgiwrap.log" 2>&1 &
     for ((i = 0; i < 100; i++)); do [[ -S "$ROOT/run/fcgiwrap.socket" ]] && return 0; sleep 0.1; done
     echo "fcgiwrap did not start: $(cat "$WORK/fcgiwrap.log")"
     return 1
