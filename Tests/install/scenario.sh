@@ -113,7 +113,7 @@ check [ -z "$(find "$ROOT/var/lib/mockcloud" ! -user "$(stat -c %u "$ROOT/var/li
 check [ "$(stat -c %U "$ROOT/var/lib/mockcloud/user_settings")" == www-data ]
 
 say "doctor on the healthy install: exit 0"
-in_root /usr/lib/mockcloud/admin/doctor.sh >"$WORK/doctor.out" 2>&1
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
 doctor=$?
 cat "$WORK/doctor.out"
 check [ "$doctor" == 0 ]
@@ -135,7 +135,7 @@ check grep -q '"kept": true' <(get upgrade /user/settings)
 check grep -q '"kg": 70.1' <(get upgrade /inbox/before-upgrade)
 check grep -q '^# edited by the operator' "$ROOT/etc/nginx/sites-available/mockcloud"
 check [ "$(sha256sum <"$ca")" == "$ca_before" ]
-in_root /usr/lib/mockcloud/admin/doctor.sh >"$WORK/doctor.out" 2>&1
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
 doctor=$?
 CHECK="doctor after the upgrade: exit 0"
 cat "$WORK/doctor.out"
@@ -144,7 +144,7 @@ check [ "$doctor" == 0 ]
 say "a broken install (data directory root's, key file 0644): doctor names both, exit 1"
 in_root chown root:root /var/lib/mockcloud
 in_root chmod 0644 /etc/mockcloud/hmac.keys
-in_root /usr/lib/mockcloud/admin/doctor.sh >"$WORK/doctor.out" 2>&1
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
 doctor=$?
 cat "$WORK/doctor.out"
 check [ "$doctor" == 1 ]
@@ -155,7 +155,7 @@ check grep -q 'chmod 0600 /etc/mockcloud/hmac.keys' "$WORK/doctor.out"
 
 say "the fixes doctor printed make it healthy again"
 in_root sh -c "$(sed -n 's/^    fix: //p' "$WORK/doctor.out" | grep -v 'error.log' | paste -sd';')" >/dev/null 2>&1
-in_root /usr/lib/mockcloud/admin/doctor.sh >"$WORK/doctor.out" 2>&1
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
 doctor=$?
 check [ "$doctor" == 0 ] || cat "$WORK/doctor.out"
 

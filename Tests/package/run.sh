@@ -56,6 +56,13 @@ for p in usr/lib/mockcloud/cgi-bin/user-settings usr/lib/mockcloud/cgi-bin/inbox
 done
 "$ROOTDIR/usr/bin/mockcloud-admin" --help >/dev/null 2>&1 || fail "the stripped mockcloud-admin does not run"
 
+it "the packaged mockcloud-admin finds its scripts in /usr/lib/mockcloud/admin (tls, doctor, backup)"
+out="$(env -u MOCKCLOUD_ADMIN_SCRIPTS "$ROOTDIR/usr/bin/mockcloud-admin" tls --dir "$WORK/no-ca" show 2>&1)"
+[[ "$out" == "mockcloud-admin tls: no CA in $WORK/no-ca: run 'mockcloud-admin tls ensure' (as root)" ]] || fail "tls: $out"
+out="$("$ROOTDIR/usr/bin/mockcloud-admin" backup "$WORK/no-data" "$WORK/x.tar" 2>&1)"
+[[ "$out" == "mockcloud-admin backup: $WORK/no-data is not a directory" ]] || fail "backup: $out"
+"$ROOTDIR/usr/bin/mockcloud-admin" doctor --help | grep -q '^mockcloud-admin doctor: checks' || fail "doctor --help"
+
 it "the site: port 8443, the snippet included, the upstream commented out in one place, the package's paths"
 site="$ROOTDIR/etc/nginx/sites-available/mockcloud"
 grep -q '^    listen 8443 ssl;' "$site" || fail "no listen 8443 ssl"

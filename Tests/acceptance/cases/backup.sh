@@ -1,9 +1,9 @@
-# mockcloud-admin backup / restore (admin/backup.sh): a backup taken while 8
+# mockcloud-admin backup / restore (admin/backup.sh, through the program): a backup taken while 8
 # writers hammer one inbox restores into a data directory where every message
 # file matches its change-log record, signed data verifies, the feed reads,
 # and anchors from before the restore get 410 (a restore is a rollback).
 
-BACKUP="$REPO/admin/backup.sh"
+BACKUP="$REPO/cgi-bin/mockcloud-admin"
 # field NAME: a top-level field of the last answer's JSON.
 field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/body" "$1"; }
 BKEYS="$WORK/backup-hmac.keys"
