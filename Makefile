@@ -95,3 +95,21 @@ testssl: install
 
 clean:
 	rm -rf .build cgi-bin/*
+
+## dist/mockcloud_<VERSION>_amd64.deb (packaging/build-deb.sh), dpkg-deb alone.
+.PHONY: deb lint-deb test-install
+deb: install
+	@packaging/deps.sh deb
+	@packaging/build-deb.sh
+
+## lintian on the package: no errors allowed.
+lint-deb: deb
+	@packaging/deps.sh lint
+	@lintian --tag-display-limit 0 --fail-on error dist/mockcloud_$$(cat VERSION)_amd64.deb
+
+## The package as a new user meets it: a clean Debian 12 root (mmdebstrap),
+## apt-get install, the site enabled, the acceptance cases through TLS with
+## --cacert, an upgrade, doctor healthy and broken (several minutes).
+test-install: deb
+	@packaging/deps.sh install
+	@Tests/install/run.sh

@@ -112,7 +112,13 @@ let package = Package(
             swiftSettings: directMetadata,
             linkerSettings: staticExecutable
         ),
-        .executableTarget(name: "mockcloud-admin", dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudSystem"]),
+        // Static like the CGI programs: the package runs it on a Debian box
+        // without the Swift toolchain.
+        .executableTarget(
+            name: "mockcloud-admin",
+            dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudSystem"],
+            linkerSettings: staticExecutable
+        ),
 
         // What several test targets share: the one temporary-directory
         // helper, stdin from a pipe, JSON as text, signing keys.

@@ -82,6 +82,8 @@ run_suite acceptance Tests/acceptance/run.sh
 run_suite instructions Tests/budget/instructions.sh
 run_suite symbol-order Tests/budget/symbol-order.sh
 run_suite stress Tests/stress/short.sh
+# The Debian package: contents and maintainer scripts (make test-install: the real install).
+run_suite package Tests/package/run.sh
 # Every fuzz reproducer replayed, then each target fuzzed briefly.
 run_suite fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 

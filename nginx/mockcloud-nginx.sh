@@ -19,7 +19,13 @@
 #   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
 #   MOCKCLOUD_LIMITS    off: no per-address request limits (benchmarks only)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
-#                       them a self-signed one is made once in the run dir.
+#                       them a local CA and a certificate it signs are made in
+#                       the run dir (admin/tls.sh).
+#   MOCKCLOUD_USER      as root: the unprivileged user nginx's workers,
+#                       fcgiwrap and the programs run as, created when missing
+#                       and made owner of the data and run directories.
+#                       `serve` uses `mockcloud` when unset; `start` (the
+#                       tests' stacks) keeps root when unset.
 set -euo pipefail
 
 readonly NGINX_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -220,6 +226,13 @@ load_settings() {
     TOKENS="${MOCKCLOUD_TOKENS:-}"
     [[ -z "$TOKENS" ]] || TOKENS="$(absolute "$TOKENS")"
     SOCKET="$RUN/fcgiwrap.sock"
+    SERVE_USER=""
+    if [[ "$(id -u)" == 0 ]]; then
+        SERVE_USER="${MOCKCLOUD_USER:-${DEFAULT_USER:-}}"
+        [[ -z "$SERVE_USER" || "$SERVE_USER" =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] ||
+            die "MOCKCLOUD_USER must be a user name such as mockcloud, not '$SERVE_USER'"
+        [[ "$SERVE_USER" != root ]] || SERVE_USER=""
+    fi
 
     [[ "$PORT" =~ ^[0-9]+$ ]] && ((PORT >= 1 && PORT <= 65535)) ||
         die "MOCKCLOUD_PORT must be a port number 1-65535, not '$PORT'"
@@ -265,22 +278,25 @@ load_settings() {
 
 # ---------------------------------------------------------------- certificate
 
-# subjectAltName entries for the self-signed certificate.
-wanted_san() {
-    local entries=("IP:127.0.0.1" "DNS:localhost") addr
+# The names the server certificate carries: 127.0.0.1 and localhost, and
+# MOCKCLOUD_HOST, or every address of the box when it serves them all.
+wanted_names() {
+    local addr
+    printf '%s\n' 127.0.0.1 localhost
     case "$HOST" in
         0.0.0.0 | ::)
-            entries+=("IP:::1")
-            for addr in $(hostname -I 2>/dev/null || true); do entries+=("IP:$addr"); done
+            printf '%s\n' ::1
+            for addr in $(hostname -I 2>/dev/null || true); do
+                [[ "$addr" == fe80:* ]] || printf '%s\n' "$addr"
+            done
             ;;
-        *[!0-9.]* | *:*)
-            if [[ "$HOST" == *:* ]]; then entries+=("IP:$HOST"); else entries+=("DNS:$HOST"); fi
-            ;;
-        *) entries+=("IP:$HOST") ;;
+        *) printf '%s\n' "$HOST" ;;
     esac
-    printf '%s\n' "${entries[@]}" | awk '!seen[$0]++' | paste -sd, -
 }
 
+# A server certificate from a local CA (admin/tls.sh), both kept in the run
+# directory; the CA's key never leaves it (0600). A new one when the names
+# change: the CA is constrained to the names it was made for.
 ensure_certificate() {
     if [[ -n "${MOCKCLOUD_CERT:-}" || -n "${MOCKCLOUD_CERT_KEY:-}" ]]; then
         [[ -n "${MOCKCLOUD_CERT:-}" && -n "${MOCKCLOUD_CERT_KEY:-}" ]] ||
@@ -295,24 +311,16 @@ ensure_certificate() {
     fi
     CERT="$RUN/tls/cert.pem"
     CERT_KEY="$RUN/tls/key.pem"
-    local san
-    san="$(wanted_san)"
-    if [[ -s "$CERT" && -s "$CERT_KEY" && "$(cat "$RUN/tls/san" 2>/dev/null)" == "$san" ]] &&
-        openssl x509 -in "$CERT" -noout -checkend 86400 >/dev/null 2>&1; then
-        return
+    local names
+    mapfile -t names < <(wanted_names | awk '!seen[$0]++')
+    if [[ -s "$RUN/tls/ca-names" ]] && ! printf '%s\n' "${names[@]}" | grep -qvxFf "$RUN/tls/ca-names"; then
+        :
+    else
+        # A CA made for other names (or none yet): start again.
+        rm -f "$RUN/tls/ca.key" "$RUN/tls/ca.crt" "$RUN/tls/ca-names"
     fi
-    mkdir -p -m 0700 "$RUN/tls"
-    # 825 days and serverAuth: what Apple platforms require of a TLS server
-    # certificate a user chooses to trust.
-    (umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 \
-        -days 825 -subj "/CN=MockCloud ($HOST)" \
-        -addext "subjectAltName=$san" -addext "extendedKeyUsage=serverAuth" \
-        -keyout "$CERT_KEY.new" -out "$CERT.new" 2>"$RUN/tls/openssl.log") ||
-        die "openssl could not make a certificate: $(cat "$RUN/tls/openssl.log")"
-    mv -f "$CERT_KEY.new" "$CERT_KEY"
-    mv -f "$CERT.new" "$CERT"
-    printf '%s\n' "$san" >"$RUN/tls/san"
-    say "$PROG: made a self-signed certificate for $san in $CERT" >&2
+    "$REPO_DIR/admin/tls.sh" --dir "$RUN/tls" ensure "${names[@]}" ||
+        die "could not make the certificate in $RUN/tls"
 }
 
 # ---------------------------------------------------------------- config
@@ -323,8 +331,13 @@ sed_text() { printf '%s' "$1" | sed -e 's/[\\&|]/\\&/g'; }
 render_config() {
     local user_directive="" keep drop
     # As root, nginx would switch its workers to `nobody`, who cannot reach
-    # the 0700 run directory or fcgiwrap's root-owned socket.
-    [[ "$(id -u)" != 0 ]] || user_directive="user root;"
+    # the 0700 run directory or fcgiwrap's socket: name the serving user
+    # (or root itself, for `start` without MOCKCLOUD_USER).
+    if [[ -n "$SERVE_USER" ]]; then
+        user_directive="user $SERVE_USER $(id -gn "$SERVE_USER");"
+    elif [[ "$(id -u)" == 0 ]]; then
+        user_directive="user root;"
+    fi
     if [[ -n "$UPSTREAM" ]]; then keep='#upstream#'; drop='#no-upstream#'; else keep='#no-upstream#'; drop='#upstream#'; fi
     sed -e "/^$drop/d" -e "s|^$keep||" \
         -e "s|@USER_DIRECTIVE@|$(sed_text "$user_directive")|" \
@@ -351,6 +364,33 @@ render_config() {
 
 # ---------------------------------------------------------------- start / stop
 
+# As root: SERVE_USER exists (a system user without a login or home) and
+# owns the data and run directories. The CA and server keys in $RUN/tls
+# stay root's (nginx's master reads them as root); logs are written by
+# nginx's master and this script, also root.
+become_user_dirs() {
+    if ! id -u "$SERVE_USER" >/dev/null 2>&1; then
+        command -v useradd >/dev/null || die "no useradd here to create the user $SERVE_USER"
+        useradd --system --user-group --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin "$SERVE_USER" || die "could not create the user $SERVE_USER"
+        say "$PROG: created the system user $SERVE_USER to serve as" >&2
+    fi
+    command -v setpriv >/dev/null || die "setpriv (util-linux) is missing: cannot run fcgiwrap as $SERVE_USER"
+    local group
+    group="$(id -gn "$SERVE_USER")"
+    chown -R "$SERVE_USER:$group" "$DATA" || die "cannot give $DATA to $SERVE_USER"
+    chown "$SERVE_USER:$group" "$RUN" "$RUN/tmp" || die "cannot give $RUN to $SERVE_USER"
+    chmod 0700 "$DATA" "$RUN"
+    local dir
+    for dir in "$DATA" "$RUN"; do
+        setpriv --reuid="$SERVE_USER" --regid="$group" --init-groups test -w "$dir" ||
+            die "$SERVE_USER cannot reach $dir: a directory above it is closed to others (chmod o+x it, or choose another place)"
+    done
+    if ! setpriv --reuid="$SERVE_USER" --regid="$group" --init-groups test -x "$CGI_BIN/user-settings"; then
+        warn "warning: $SERVE_USER cannot run $CGI_BIN/user-settings (a directory on the way is closed to others?)"
+    fi
+}
+
 nginx_bin() { command -v nginx || die "nginx is not installed: run '$PROG deps' (as root)"; }
 fcgiwrap_bin() { command -v fcgiwrap || die "fcgiwrap is not installed: run '$PROG deps' (as root)"; }
 
@@ -362,7 +402,9 @@ start_fcgiwrap() {
     rm -f "$SOCKET"
     # A clean environment: every program inherits fcgiwrap's, so settings and
     # secrets go through fastcgi_param only. -f: programs' stderr to nginx's log.
-    env -i PATH=/usr/bin:/bin "$fcgiwrap" -f -c 4 -s "unix:$SOCKET" \
+    local as_user=()
+    [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$(id -g "$SERVE_USER")" --init-groups --inh-caps=-all --)
+    "${as_user[@]}" env -i PATH=/usr/bin:/bin "$fcgiwrap" -f -c 4 -s "unix:$SOCKET" \
         </dev/null >>"$RUN/logs/fcgiwrap.log" 2>&1 &
     pid=$!
     printf '%s\n' "$pid" >"$RUN/fcgiwrap.pid"
@@ -443,6 +485,7 @@ start_all() {
     chmod 0700 "$RUN" || die "cannot make $RUN private (chmod 0700)"
     mkdir -p "$RUN/logs" "$RUN/tmp"
     [[ -d "$DATA" ]] || mkdir -p -m 0700 "$DATA"
+    [[ -z "$SERVE_USER" ]] || become_user_dirs
     ensure_certificate
     render_config
     start_fcgiwrap
@@ -487,6 +530,7 @@ cmd_stop() {
 }
 
 cmd_serve() {
+    DEFAULT_USER=mockcloud
     load_settings
     local sleeper=""
     on_signal() {

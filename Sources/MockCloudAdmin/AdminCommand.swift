@@ -15,11 +15,18 @@ package struct AdminCommand {
     package static let usage = """
         usage: mockcloud-admin verify|sign|rotate [--keys FILE] [--require] DATA_DIR
                mockcloud-admin token TOKENS_FILE [LABEL] [--keys KEY,KEY...]
+               mockcloud-admin tls [--dir DIR] ensure|renew [NAME...] | tls [--dir DIR] show [OUT.crt]
+               mockcloud-admin doctor [--url https://HOST:PORT]
+               mockcloud-admin backup DATA_DIR FILE.tar | restore FILE.tar DATA_DIR
           verify   check every stored document's MAC; exit 1 and name each bad file
           sign     sign unsigned (legacy) documents with the first key
           rotate   re-sign every valid document with the first key (after adding a new first key)
           token    make a bearer token: print it once, append only its SHA-256 to TOKENS_FILE (0600);
                    with --keys it may use only those X-User-Keys, without it every key
+          tls      the local CA (DIR: /etc/mockcloud/tls) and the server certificate it signs;
+                   show writes the CA certificate for the phone and says how to trust it
+          doctor   check the installation: one line per problem with its fix; exit 1 on any
+          backup   a consistent snapshot while serving; restore: into an empty data directory
         Keys: --keys FILE or MOCKCLOUD_HMAC_KEYS. --require (or MOCKCLOUD_HMAC_REQUIRE=1):
         verify counts unsigned documents as bad.
         """

@@ -3,7 +3,13 @@ import MockCloudAdmin
 import MockCloudHTTP
 import MockCloudSystem
 
-let result = AdminCommand.run(Array(CommandLine.arguments.dropFirst()), environment: .process)
+let arguments = Array(CommandLine.arguments.dropFirst())
+if let command = arguments.first, let script = AdminScripts.script(for: command) {
+    let failure = AdminScripts.exec(script.name, script.arguments + arguments.dropFirst(), environment: .process)
+    try? Sys.writeAll(2, Array((failure + "\n").utf8))
+    exit(2)
+}
+let result = AdminCommand.run(arguments, environment: .process)
 for line in result.output { try? Sys.writeAll(1, Array((line + "\n").utf8)) }
 for line in result.errors { try? Sys.writeAll(2, Array((line + "\n").utf8)) }
 exit(result.status)

@@ -1,0 +1,55 @@
+import Glibc
+import MockCloudHTTP
+
+/// The subcommands that drive the box rather than the data (`tls`, `doctor`,
+/// `backup`, `restore`) are shell scripts beside the program: they run
+/// openssl, `nginx -t`, flock(1) and tar, which a shell does plainly and
+/// which the CGI programs must never link. `mockcloud-admin` finds the script
+/// and replaces itself with it.
+///
+/// Where: `$MOCKCLOUD_ADMIN_SCRIPTS`; else beside the executable as the
+/// package installs it (`/usr/bin/../lib/mockcloud/admin`), or as a checkout
+/// has it (`cgi-bin/../admin`, `.build/release/../../admin`).
+package enum AdminScripts {
+    /// The script and its leading arguments for `command`, or nil when the
+    /// command is not one of them.
+    package static func script(for command: String) -> (name: String, arguments: [String])? {
+        switch command {
+        case "tls": return ("tls.sh", [])
+        case "doctor": return ("doctor.sh", [])
+        case "backup", "restore": return ("backup.sh", [command])
+        default: return nil
+        }
+    }
+
+    /// Replaces this process with the script `name`; returns only when it
+    /// cannot, with the line to print.
+    package static func exec(_ name: String, _ arguments: [String], environment: CGIEnvironment) -> String {
+        let folders = directories(environment: environment)
+        for folder in folders {
+            let path = folder + "/" + name
+            guard access(path, X_OK) == 0 else { continue }
+            var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) }
+            argv.append(nil)
+            execv(path, &argv)
+            return "mockcloud-admin: cannot run \(path): \(String(cString: strerror(errno)))"
+        }
+        return "mockcloud-admin: \(name) is in none of " + folders.joined(separator: ", ")
+            + " (set MOCKCLOUD_ADMIN_SCRIPTS to the folder that holds it)"
+    }
+
+    /// The folders to look in, in order.
+    package static func directories(environment: CGIEnvironment) -> [String] {
+        if let given = environment["MOCKCLOUD_ADMIN_SCRIPTS"], !given.isEmpty { return [given] }
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = buffer.withUnsafeMutableBufferPointer { raw in
+            raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) {
+                readlink("/proc/self/exe", $0, raw.count - 1)
+            }
+        }
+        guard length > 0 else { return ["/usr/lib/mockcloud/admin"] }
+        let executable = String(decoding: buffer[..<length], as: UTF8.self)
+        let folder = executable.lastIndex(of: "/").map { String(executable[..<$0]) } ?? "."
+        return [folder + "/../lib/mockcloud/admin", folder + "/../admin", folder + "/../../admin"]
+    }
+}

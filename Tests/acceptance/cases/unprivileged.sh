@@ -1,0 +1,84 @@
+# No served request runs anything as root (issue 11): `serve` started as root
+# runs nginx's workers, fcgiwrap and every program as the unprivileged
+# `mockcloud` user, which owns the data and run directories. The programs
+# here are a stand-in that answers with its own uid and stays running for a
+# second, so `ps` sees it in the middle of the request.
+
+# uid_of PID: the real and effective uids ("0 0").
+uid_of() { awk '/^Uid:/ { print $2, $3 }' "/proc/$1/status" 2>/dev/null; }
+
+# Every process below PID, from /proc (procps may be absent).
+below() {
+    local stat line rest
+    for stat in /proc/[0-9]*/stat; do
+        { read -r line <"$stat"; } 2>/dev/null || continue
+        rest="${line##*) }"
+        rest="${rest#* }"
+        printf '%s %s\n' "${line%% *}" "${rest%% *}"
+    done | awk -v root="$1" '{ parent[$1] = $2 } END {
+        for (pid in parent) { p = parent[pid]
+            for (d = 0; p != "" && p != 0 && d < 64; d++) { if (p == root) { print pid; break } p = parent[p] } } }'
+}
+
+if [[ "$(id -u)" != 0 ]]; then
+    it "serve as an ordinary user runs everything as that user (root-only cases skipped)"
+else
+    fake="$WORK/uid-cgi"
+    mkdir -p "$fake"
+    for program in user-settings inbox; do
+        printf '#!/bin/sh\nsleep 1\nprintf "Status: 200 OK\\r\\nContent-Type: application/json\\r\\n\\r\\n{\\"uid\\": %%s, \\"euid\\": %%s}" "$(id -ru)" "$(id -u)"\n' \
+            >"$fake/$program"
+        chmod 0755 "$fake/$program"
+    done
+    chmod 0755 "$fake"
+    urun="$WORK/userv"
+    uport="$(free_port)"
+    MOCKCLOUD_CGI_BIN="$fake" MOCKCLOUD_RUN="$urun" MOCKCLOUD_DATA="$WORK/userv-data" MOCKCLOUD_PORT="$uport" \
+        "$LAUNCHER" serve >"$WORK/userv.out" 2>&1 &
+    userv_pid=$!
+    SERVER_PIDS+=("$userv_pid")
+    for ((i = 0; i < 150; i++)); do
+        grep -q 'MockCloud serving' "$WORK/userv.out" && break
+        sleep 0.1
+    done
+
+    it "serve as root: a served program runs as mockcloud, not root"
+    grep -q 'MockCloud serving' "$WORK/userv.out" || fail "serve did not start: $(cat "$WORK/userv.out")"
+    curl -s --noproxy '*' --cacert "$urun/tls/ca.crt" -H 'X-User-Key: u1' -o "$WORK/uid.json" \
+        "https://127.0.0.1:$uport/user/settings" &
+    curl_pid=$!
+    sleep 0.5
+    # ps in the middle of the request: nginx's workers, fcgiwrap, the program.
+    procs=""
+    for pid in $(below "$(cat "$urun/nginx.pid" 2>/dev/null)") "$(cat "$urun/fcgiwrap.pid" 2>/dev/null)" \
+        $(below "$(cat "$urun/fcgiwrap.pid" 2>/dev/null)"); do
+        [[ -n "$pid" && -e "/proc/$pid" ]] || continue
+        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-40):$(uid_of "$pid");"
+    done
+    wait "$curl_pid"
+    mockcloud_uid="$(id -u mockcloud 2>/dev/null)"
+    [[ -n "$mockcloud_uid" && "$mockcloud_uid" != 0 ]] || fail "no mockcloud user (uid '$mockcloud_uid')"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); u=sys.argv[2]; sys.exit(0 if d["uid"]==int(u) and d["euid"]==int(u) else 1)' \
+        "$WORK/uid.json" "$mockcloud_uid" 2>/dev/null || fail "the program answered $(cat "$WORK/uid.json"), expected uid $mockcloud_uid"
+
+    it "serve as root: ps during a request shows no nginx worker, fcgiwrap or program as root"
+    [[ "$procs" == *sleep* || "$procs" == *user-settings* ]] || fail "the program was not seen running: $procs"
+    [[ "$procs" == *"nginx: worker"* ]] || fail "no nginx worker seen: $procs"
+    [[ "$procs" == *fcgiwrap* ]] || fail "no fcgiwrap seen: $procs"
+    IFS=';' read -ra seen <<<"$procs"
+    for entry in "${seen[@]}"; do
+        [[ -n "$entry" ]] || continue
+        read -r real effective <<<"${entry##*:}"
+        [[ "$real" != 0 && "$effective" != 0 ]] || fail "runs as root: $entry"
+    done
+
+    it "serve as root: the data and run directories belong to mockcloud, 0700"
+    for dir in "$WORK/userv-data" "$urun"; do
+        [[ "$(stat -c '%U %a' "$dir")" == "mockcloud 700" ]] || fail "$dir: $(stat -c '%U %a' "$dir")"
+    done
+
+    it "serve as root: the CA's key stays in the run directory, mode 0600, root's"
+    [[ "$(stat -c '%U %a' "$urun/tls/ca.key")" == "root 600" ]] || fail "ca.key: $(stat -c '%U %a' "$urun/tls/ca.key")"
+    kill -TERM "$userv_pid"
+    wait "$userv_pid"
+fi

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make test-install: the package as a new Debian user meets it (issue 11).
+#
+# A clean Debian 12 root (mmdebstrap from deb.debian.org) in a temporary
+# folder; `apt-get install ./mockcloud_*.deb` there pulls nginx and fcgiwrap;
+# then, in a network namespace of its own (nothing listens on this machine's
+# addresses) and a PID namespace (everything stops with it), the documented
+# enable command, nginx and fcgiwrap started as their units would (fcgiwrap
+# as www-data on /run/fcgiwrap.socket, nginx's workers as www-data), the
+# acceptance suite's settings and inbox cases through TLS with --cacert (no
+# -k), nothing served as root, an upgrade to a rebuilt higher version that
+# keeps the data and an edited conffile, doctor healthy, then a broken
+# install (data directory root's, key file 0644) that doctor names.
+# Prints how long each step took. Needs root (chroot, namespaces).
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VERSION="$(tr -d '[:space:]' <"$REPO/VERSION")"
+DEB="$REPO/dist/mockcloud_${VERSION}_amd64.deb"
+MIRROR="${MOCKCLOUD_TEST_MIRROR:-http://deb.debian.org/debian}"
+[[ "$(id -u)" == 0 ]] || { echo "test-install: run as root (chroot and namespaces)"; exit 1; }
+[[ -f "$DEB" ]] || { echo "test-install: $DEB is missing: make deb"; exit 1; }
+
+WORK="$(mktemp -d /tmp/mci.XXXXXX)"
+ROOT="$WORK/root"
+cleanup() { rm -rf "$WORK"; }
+trap cleanup EXIT
+started=$SECONDS
+step() { printf '== %s (%ds)\n' "$*" $((SECONDS - started)); }
+
+# The same package with a higher version: the upgrade target.
+next="${VERSION%.*}.$((${VERSION##*.} + 1))"
+step "building the upgrade package $next"
+MOCKCLOUD_DIST="$WORK" "$REPO/packaging/build-deb.sh" "$next" >/dev/null
+
+step "a clean Debian 12 root (mmdebstrap, $MIRROR)"
+t=$SECONDS
+# policy-rc.d: no package may start a service in the root (nginx would take
+# port 80 of this machine); the test starts them itself, in its namespace.
+mmdebstrap --quiet --variant=apt --include=ca-certificates \
+    --customize-hook='printf "#!/bin/sh\nexit 101\n" > "$1/usr/sbin/policy-rc.d"; chmod 0755 "$1/usr/sbin/policy-rc.d"' \
+    bookworm "$ROOT" "$MIRROR"
+BOOTSTRAP_SECONDS=$((SECONDS - t))
+cp "$DEB" "$ROOT/tmp/"
+cp "$WORK"/mockcloud_"${next}"_amd64.deb "$ROOT/tmp/"
+
+# in_root COMMAND...: runs in the root with /proc and /dev (a mount
+# namespace of its own, so nothing stays mounted).
+in_root() {
+    unshare --mount --propagation private -- sh -c 'mount --rbind /dev "$0/dev" && mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' "$ROOT" "$@"
+}
+
+step "apt-get install ./$(basename "$DEB") (pulls nginx and fcgiwrap)"
+t=$SECONDS
+in_root sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /tmp/$(basename "$DEB")" >"$WORK/install.log" 2>&1 ||
+    { tail -n 30 "$WORK/install.log"; exit 1; }
+INSTALL_SECONDS=$((SECONDS - t))
+for p in nginx fcgiwrap mockcloud; do
+    in_root dpkg-query -W -f='${Package} ${Version} ${Status}\n' "$p" | grep -q 'install ok installed' ||
+        { echo "test-install: $p is not installed"; exit 1; }
+done
+
+step "serving it, in a network namespace of the test's own"
+# Everything below runs in fresh network and PID namespaces: 127.0.0.1:8443
+# is the namespace's own, and every process ends with the namespace.
+export ROOT WORK REPO next VERSION
+unshare --net --pid --fork --mount --propagation private -- bash "$REPO/Tests/install/scenario.sh"
+status=$?
+step "done: mmdebstrap ${BOOTSTRAP_SECONDS}s, apt-get install of the package and its dependencies ${INSTALL_SECONDS}s, in all $((SECONDS - started))s"
+exit "$status"

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# The served part of Tests/install/run.sh, inside fresh network, PID and mount
+# namespaces (nothing here is seen from outside, and all ends with it).
+# ROOT: the Debian 12 root with the package installed; WORK; REPO; next.
+set -uo pipefail
+failures=0
+check() { if "$@"; then :; else echo "FAIL  $CHECK"; failures=$((failures + 1)); return 1; fi; }
+say() { CHECK="$*"; printf -- '-- %s\n' "$*"; }
+
+mount -t proc proc /proc
+ip link set lo up || { echo "cannot bring up lo"; exit 1; }
+mount --rbind /dev "$ROOT/dev"
+mount -t proc proc "$ROOT/proc"
+mkdir -p "$ROOT/run"
+mount -t tmpfs -o mode=0755 tmpfs "$ROOT/run"
+in_root() { chroot "$ROOT" "$@"; }
+
+# fcgiwrap as fcgiwrap.socket + fcgiwrap.service run it: the socket made by
+# root (systemd) at /run/fcgiwrap.socket, www-data's, 0660, handed over as
+# fd 0; fcgiwrap itself as www-data, with a clean environment and -f.
+start_fcgiwrap() {
+    local www
+    www="$(chroot "$ROOT" id -u www-data)"
+    cat >"$WORK/listen_socket.py" <<'PYTHON'
+import os, socket, sys
+path, uid, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chown(path, uid, uid)
+os.chmod(path, 0o660)
+s.listen(128)
+os.dup2(s.fileno(), 0)
+os.execvp("chroot", ["chroot", root, "setpriv", "--reuid=www-data", "--regid=www-data", "--init-groups",
+                     "--inh-caps=-all", "--", "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                     "/usr/sbin/fcgiwrap", "-f"])
+PYTHON
+    python3 "$WORK/listen_socket.py" "$ROOT/run/fcgiwrap.socket" "$www" "$ROOT" </dev/null >>"$WORK/fcgiwrap.log" 2>&1 &
+    for ((i = 0; i < 100; i++)); do [[ -S "$ROOT/run/fcgiwrap.socket" ]] && return 0; sleep 0.1; done
+    echo "fcgiwrap did not start: $(cat "$WORK/fcgiwrap.log")"
+    return 1
+}
+# nginx as nginx.service would: `nginx` (master root, workers www-data from
+# Debian's nginx.conf).
+start_nginx() { in_root /usr/sbin/nginx; }
+wait_https() {
+    for ((i = 0; i < 100; i++)); do
+        curl -s --noproxy '*' --cacert "$ROOT/etc/mockcloud/tls/ca.crt" -o /dev/null https://127.0.0.1:8443/user/settings && return 0
+        sleep 0.1
+    done
+    return 1
+}
+ca="$ROOT/etc/mockcloud/tls/ca.crt"
+get() { curl -s --noproxy '*' --cacert "$ca" -H "X-User-Key: $1" "https://127.0.0.1:8443$2"; }
+
+say "the package's layout: programs, admin, nginx files, /etc/mockcloud, /var/lib/mockcloud www-data 0700"
+check test -x "$ROOT/usr/lib/mockcloud/cgi-bin/user-settings"
+check test -x "$ROOT/usr/lib/mockcloud/cgi-bin/inbox"
+check test -x "$ROOT/usr/bin/mockcloud-admin"
+check test -f "$ROOT/etc/nginx/snippets/mockcloud-locations.conf"
+check test -f "$ROOT/etc/nginx/sites-available/mockcloud"
+check test ! -e "$ROOT/etc/nginx/sites-enabled/mockcloud"
+check test -f "$ROOT/etc/nginx/conf.d/mockcloud.conf"
+check [ "$(stat -c '%U %a' "$ROOT/var/lib/mockcloud")" == "www-data 700" ]
+check [ "$(stat -c '%U %a' "$ROOT/etc/mockcloud/tls/ca.key")" == "root 600" ]
+check [ "$(stat -c '%U %a' "$ROOT/etc/mockcloud/hmac.keys")" == "www-data 600" ]
+
+say "mockcloud-admin runs on plain Debian 12 (no Swift there)"
+check in_root mockcloud-admin --help >/dev/null
+
+say "enable the site with the README's command; nginx -t passes"
+check in_root ln -s /etc/nginx/sites-available/mockcloud /etc/nginx/sites-enabled/mockcloud
+check in_root nginx -t -q
+
+say "start fcgiwrap and nginx as their units would"
+check start_fcgiwrap && check start_nginx && check wait_https || { tail -n 20 "$ROOT/var/log/nginx/error.log"; exit 1; }
+
+say "the acceptance suite's settings and inbox cases, through TLS with --cacert (no -k)"
+MOCKCLOUD_TEST_BASE=https://127.0.0.1:8443 MOCKCLOUD_TEST_CACERT="$ca" MOCKCLOUD_TEST_DATA="$ROOT/var/lib/mockcloud" \
+    "$REPO/Tests/acceptance/run.sh" "$REPO/Tests/acceptance/cases/settings.sh" "$REPO/Tests/acceptance/cases/inbox.sh" \
+    >"$WORK/acceptance.out" 2>&1
+acceptance=$?
+tail -n 1 "$WORK/acceptance.out"
+grep '^FAIL' -A3 "$WORK/acceptance.out"
+check [ "$acceptance" == 0 ]
+
+say "a served request runs nothing as root: nginx workers, fcgiwrap, programs (ps during requests)"
+# A sampler reads /proc (this PID namespace: a handful of processes) over and
+# over while requests run, until it has seen a program in the middle of one.
+cat >"$WORK/sampler.py" <<'PYTHON'
+import os, sys
+stop, seen = sys.argv[1], {}
+while not os.path.exists(stop):
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            status = open(f"/proc/{pid}/status").read().split("\n")
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+        except OSError:
+            continue
+        name = status[0].split()[1]
+        uid = next(line.split()[2] for line in status if line.startswith("Uid:"))
+        # nginx's master alone is root (it binds 8443 and reads the keys).
+        if name in ("nginx", "fcgiwrap", "inbox", "user-settings") and b"master" not in cmdline:
+            seen[f"{name}:{uid}"] = seen.get(f"{name}:{uid}", 0) + 1
+    if any(k.startswith(("inbox:", "user-settings:")) for k in seen) and sum(seen.values()) > 50:
+        open(stop + ".program", "w").close()
+print(" ".join(f"{k}={v}" for k, v in sorted(seen.items())))
+PYTHON
+python3 "$WORK/sampler.py" "$WORK/sampler.stop" >"$WORK/sampler.out" 2>&1 &
+sampler=$!
+for ((i = 0; i < 2000; i++)); do
+    [[ -e "$WORK/sampler.stop.program" ]] && break
+    get ps-check /inbox >/dev/null
+    get ps-check /user/settings >/dev/null
+done
+touch "$WORK/sampler.stop"
+wait "$sampler"
+seen="$(cat "$WORK/sampler.out")"
+echo "   seen (name:uid=samples): $seen"
+www="$(in_root id -u www-data)"
+CHECK="a program was seen in the middle of a request"
+check grep -Eq '(inbox|user-settings):' <<<"$seen"
+for entry in $seen; do
+    entry="${entry%=*}"
+    CHECK="runs as uid ${entry#*:}, not www-data ($www): $entry"
+    check [ "${entry#*:}" == "$www" ]
+done
+CHECK="files the programs wrote are www-data's"
+check [ -z "$(find "$ROOT/var/lib/mockcloud" ! -user "$(stat -c %u "$ROOT/var/lib/mockcloud")" -print -quit)" ]
+check [ "$(stat -c %U "$ROOT/var/lib/mockcloud/user_settings")" == www-data ]
+
+say "doctor on the healthy install: exit 0"
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
+doctor=$?
+cat "$WORK/doctor.out"
+check [ "$doctor" == 0 ]
+
+say "data written on $VERSION, and an edited conffile, before the upgrade"
+put() { curl -s --noproxy '*' --cacert "$ca" -o /dev/null -w '%{http_code}' -X PUT -H "X-User-Key: $1" "${@:3}" "https://127.0.0.1:8443$2"; }
+check [ "$(put upgrade /user/settings -d '{"updatedAt":"2026-01-01T00:00:00Z","kept":true}')" == 200 ]
+check [ "$(put upgrade /inbox/before-upgrade -H 'X-Sync-Version: 3' -d '{"kg":70.1}')" == 201 ]
+echo '# edited by the operator' >>"$ROOT/etc/nginx/sites-available/mockcloud"
+ca_before="$(sha256sum <"$ca")"
+
+say "apt-get install ./mockcloud_${next}_amd64.deb (the upgrade), with the service running"
+in_root sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold /tmp/mockcloud_${next}_amd64.deb" \
+    >"$WORK/upgrade.log" 2>&1 || { tail -n 20 "$WORK/upgrade.log"; check false; }
+check [ "$(in_root dpkg-query -W -f='${Version}' mockcloud)" == "$next" ]
+
+say "after the upgrade: the data, the edited conffile and the CA are kept"
+check grep -q '"kept": true' <(get upgrade /user/settings)
+check grep -q '"kg": 70.1' <(get upgrade /inbox/before-upgrade)
+check grep -q '^# edited by the operator' "$ROOT/etc/nginx/sites-available/mockcloud"
+check [ "$(sha256sum <"$ca")" == "$ca_before" ]
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
+doctor=$?
+CHECK="doctor after the upgrade: exit 0"
+cat "$WORK/doctor.out"
+check [ "$doctor" == 0 ]
+
+say "a broken install (data directory root's, key file 0644): doctor names both, exit 1"
+in_root chown root:root /var/lib/mockcloud
+in_root chmod 0644 /etc/mockcloud/hmac.keys
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
+doctor=$?
+cat "$WORK/doctor.out"
+check [ "$doctor" == 1 ]
+check grep -q '/var/lib/mockcloud is root 700' "$WORK/doctor.out"
+check grep -q 'chown -R www-data:www-data /var/lib/mockcloud' "$WORK/doctor.out"
+check grep -q '/etc/mockcloud/hmac.keys is www-data 644' "$WORK/doctor.out"
+check grep -q 'chmod 0600 /etc/mockcloud/hmac.keys' "$WORK/doctor.out"
+
+say "the fixes doctor printed make it healthy again"
+in_root sh -c "$(sed -n 's/^    fix: //p' "$WORK/doctor.out" | grep -v 'error.log' | paste -sd';')" >/dev/null 2>&1
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
+doctor=$?
+check [ "$doctor" == 0 ] || cat "$WORK/doctor.out"
+
+say "remove keeps data and configuration; purge removes them (README's purge policy)"
+in_root /usr/sbin/nginx -s stop
+in_root sh -c 'DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq mockcloud' >"$WORK/remove.log" 2>&1 || { tail "$WORK/remove.log"; check false; }
+check test ! -e "$ROOT/usr/lib/mockcloud/cgi-bin/user-settings"
+check test -s "$ROOT/var/lib/mockcloud/user_settings/upgrade.json"
+check test -s "$ROOT/etc/mockcloud/tls/ca.key"
+check in_root nginx -t -q
+in_root sh -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq mockcloud' >"$WORK/purge.log" 2>&1 || { tail "$WORK/purge.log"; check false; }
+check test ! -e "$ROOT/etc/mockcloud"
+check test ! -e "$ROOT/var/lib/mockcloud"
+check test ! -e "$ROOT/etc/nginx/sites-enabled/mockcloud"
+check in_root nginx -t -q
+
+if ((failures > 0)); then
+    echo "test-install: $failures check(s) failed"
+    exit 1
+fi
+echo "test-install: every check passed"

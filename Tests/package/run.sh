@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The Debian package at unit level (part of make test; seconds): builds it
+# from the installed programs into a temporary folder, checks its contents
+# (layout, modes, static stripped programs, conffiles, Depends), then runs
+# its maintainer scripts against an unpacked copy (DPKG_ROOT, as dpkg --root
+# does): configure twice (idempotent: keys, CA and data kept), remove (data
+# kept), purge (configuration and data gone). make test-install does the
+# real thing in a clean Debian root.
+set -uo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$REPO/Tests/acceptance/cases.sh"
+WORK="$(mktemp -d /tmp/mcp.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+VERSION="$(tr -d '[:space:]' <"$REPO/VERSION")"
+
+it "make deb's script builds dist-style mockcloud_<VERSION>_amd64.deb with dpkg-deb"
+MOCKCLOUD_DIST="$WORK" "$REPO/packaging/build-deb.sh" >"$WORK/build.out" 2>&1 || fail "build: $(cat "$WORK/build.out")"
+DEB="$WORK/mockcloud_${VERSION}_amd64.deb"
+[[ -s "$DEB" ]] || fail "no $DEB"
+dpkg-deb -c "$DEB" | awk '{ print $1, $2, $6 }' >"$WORK/contents"
+dpkg-deb -f "$DEB" >"$WORK/control"
+
+it "the layout: programs, admin, nginx snippet, site, http settings, fcgiwrap drop-in, docs"
+for want in "-rwxr-xr-x root/root ./usr/lib/mockcloud/cgi-bin/user-settings" \
+    "-rwxr-xr-x root/root ./usr/lib/mockcloud/cgi-bin/inbox" \
+    "-rwxr-xr-x root/root ./usr/bin/mockcloud-admin" \
+    "-rwxr-xr-x root/root ./usr/lib/mockcloud/admin/tls.sh" \
+    "-rwxr-xr-x root/root ./usr/lib/mockcloud/admin/doctor.sh" \
+    "-rwxr-xr-x root/root ./usr/lib/mockcloud/admin/backup.sh" \
+    "-rw-r--r-- root/root ./etc/nginx/snippets/mockcloud-locations.conf" \
+    "-rw-r--r-- root/root ./etc/nginx/sites-available/mockcloud" \
+    "-rw-r--r-- root/root ./etc/nginx/conf.d/mockcloud.conf" \
+    "-rw-r--r-- root/root ./lib/systemd/system/fcgiwrap.service.d/mockcloud.conf" \
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud/copyright" \
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud/changelog.gz"; do
+    grep -qxF -- "$want" "$WORK/contents" || fail "missing: $want"
+done
+! grep -q 'sites-enabled' "$WORK/contents" || fail "the site is enabled by the package"
+
+it "control: the version from VERSION, Depends nginx (any flavour), fcgiwrap, openssl and nothing else"
+grep -qx "Version: $VERSION" "$WORK/control" || fail "$(grep Version "$WORK/control")"
+grep -qx 'Depends: nginx | nginx-light | nginx-full | nginx-extras | nginx-core, fcgiwrap, openssl' "$WORK/control" ||
+    fail "$(grep Depends "$WORK/control")"
+dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles >"$WORK/conffiles"
+[[ "$(sort "$WORK/conffiles" | paste -sd' ')" == "/etc/nginx/conf.d/mockcloud.conf /etc/nginx/sites-available/mockcloud /etc/nginx/snippets/mockcloud-locations.conf" ]] ||
+    fail "conffiles: $(cat "$WORK/conffiles")"
+
+ROOTDIR="$WORK/root"
+dpkg-deb -x "$DEB" "$ROOTDIR"
+dpkg-deb -e "$DEB" "$ROOTDIR/DEBIAN"
+
+it "every program is static and stripped (runs on a Debian box without Swift)"
+for p in usr/lib/mockcloud/cgi-bin/user-settings usr/lib/mockcloud/cgi-bin/inbox usr/bin/mockcloud-admin; do
+    LC_ALL=C readelf -d "$ROOTDIR/$p" 2>&1 | grep -q 'no dynamic section' || fail "$p is dynamically linked"
+    LC_ALL=C readelf -S "$ROOTDIR/$p" | grep -q '\.symtab' && fail "$p is not stripped"
+done
+"$ROOTDIR/usr/bin/mockcloud-admin" --help >/dev/null 2>&1 || fail "the stripped mockcloud-admin does not run"
+
+it "the packaged mockcloud-admin finds its scripts in /usr/lib/mockcloud/admin (tls, doctor, backup)"
+out="$(env -u MOCKCLOUD_ADMIN_SCRIPTS "$ROOTDIR/usr/bin/mockcloud-admin" tls --dir "$WORK/no-ca" show 2>&1)"
+[[ "$out" == "mockcloud-admin tls: no CA in $WORK/no-ca: run 'mockcloud-admin tls ensure' (as root)" ]] || fail "tls: $out"
+out="$("$ROOTDIR/usr/bin/mockcloud-admin" backup "$WORK/no-data" "$WORK/x.tar" 2>&1)"
+[[ "$out" == "mockcloud-admin backup: $WORK/no-data is not a directory" ]] || fail "backup: $out"
+"$ROOTDIR/usr/bin/mockcloud-admin" doctor --help | grep -q '^mockcloud-admin doctor: checks' || fail "doctor --help"
+
+it "the site: port 8443, the snippet included, the upstream commented out in one place, the package's paths"
+site="$ROOTDIR/etc/nginx/sites-available/mockcloud"
+grep -q '^    listen 8443 ssl;' "$site" || fail "no listen 8443 ssl"
+grep -q 'include /etc/nginx/snippets/mockcloud-locations.conf;' "$site" || fail "the snippet is not included"
+[[ "$(grep -c '^ *#* *proxy_pass ' "$site")" == 1 ]] && grep -q '^    #    proxy_pass ' "$site" || fail "proxy_pass: $(grep proxy_pass "$site")"
+grep -q 'set $mockcloud_cgi_bin      /usr/lib/mockcloud/cgi-bin;' "$site" || fail "cgi-bin path"
+grep -q 'ssl_certificate     /etc/mockcloud/tls/cert.pem;' "$site" || fail "certificate path"
+grep -q '^ExecStart=/usr/sbin/fcgiwrap -f' "$ROOTDIR/lib/systemd/system/fcgiwrap.service.d/mockcloud.conf" || fail "no -f in the drop-in"
+
+export DPKG_ROOT="$ROOTDIR"
+it "postinst configure: key 0600 www-data, data www-data 0700, CA key 0600, a leaf the CA verifies"
+"$ROOTDIR/DEBIAN/postinst" configure >"$WORK/postinst.out" 2>&1 || fail "postinst: $(cat "$WORK/postinst.out")"
+[[ "$(stat -c '%U %a' "$ROOTDIR/etc/mockcloud/hmac.keys")" == "www-data 600" ]] || fail "hmac.keys: $(stat -c '%U %a' "$ROOTDIR/etc/mockcloud/hmac.keys")"
+grep -Eq '^k[0-9]{8}:[0-9a-f]{64}$' "$ROOTDIR/etc/mockcloud/hmac.keys" || fail "hmac.keys is not one hex key line"
+[[ "$(stat -c '%U %a' "$ROOTDIR/var/lib/mockcloud")" == "www-data 700" ]] || fail "data: $(stat -c '%U %a' "$ROOTDIR/var/lib/mockcloud")"
+[[ "$(stat -c '%U %a' "$ROOTDIR/etc/mockcloud/tls/ca.key")" == "root 600" ]] || fail "ca.key: $(stat -c '%U %a' "$ROOTDIR/etc/mockcloud/tls/ca.key")"
+openssl verify -CAfile "$ROOTDIR/etc/mockcloud/tls/ca.crt" "$ROOTDIR/etc/mockcloud/tls/cert.pem" >/dev/null 2>&1 || fail "the leaf does not verify"
+
+it "postinst configure again (an upgrade) changes nothing: same key, CA, leaf, data"
+echo '{"kept": 1}' >"$ROOTDIR/var/lib/mockcloud/probe"
+sums() { sha256sum "$ROOTDIR/etc/mockcloud/hmac.keys" "$ROOTDIR/etc/mockcloud/tls/"{ca.key,ca.crt,cert.pem,key.pem} "$ROOTDIR/var/lib/mockcloud/probe"; }
+before="$(sums)"
+"$ROOTDIR/DEBIAN/postinst" configure >"$WORK/postinst.out" 2>&1 || fail "postinst again: $(cat "$WORK/postinst.out")"
+[[ "$(sums)" == "$before" ]] || fail "changed: $(diff <(echo "$before") <(sums))"
+
+it "postrm remove keeps configuration and data; purge removes both and the enabled link"
+"$ROOTDIR/DEBIAN/postrm" remove >/dev/null 2>&1 || fail "postrm remove failed"
+[[ -s "$ROOTDIR/var/lib/mockcloud/probe" && -s "$ROOTDIR/etc/mockcloud/tls/ca.key" ]] || fail "remove deleted data or keys"
+mkdir -p "$ROOTDIR/etc/nginx/sites-enabled"
+ln -s /etc/nginx/sites-available/mockcloud "$ROOTDIR/etc/nginx/sites-enabled/mockcloud"
+"$ROOTDIR/DEBIAN/postrm" purge >/dev/null 2>&1 || fail "postrm purge failed"
+[[ ! -e "$ROOTDIR/etc/mockcloud" && ! -e "$ROOTDIR/var/lib/mockcloud" ]] || fail "purge left /etc/mockcloud or /var/lib/mockcloud"
+[[ ! -L "$ROOTDIR/etc/nginx/sites-enabled/mockcloud" ]] || fail "purge left the enabled site"
+"$ROOTDIR/DEBIAN/postrm" purge >/dev/null 2>&1 || fail "a second purge failed"
+
+finish_case
+printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
+((FAILED == 0))

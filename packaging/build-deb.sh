@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds dist/mockcloud_<VERSION>_amd64.deb from the installed programs
+# (cgi-bin/, `make install`) with dpkg-deb alone.
+#
+#   packaging/build-deb.sh [VERSION]     default: the VERSION file
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEB="$REPO/packaging/debian"
+VERSION="${1:-$(tr -d '[:space:]' <"$REPO/VERSION")}"
+[[ "$VERSION" =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] || { echo "build-deb: bad version '$VERSION'" >&2; exit 1; }
+for p in user-settings inbox mockcloud-admin; do
+    [[ -x "$REPO/cgi-bin/$p" ]] || { echo "build-deb: cgi-bin/$p is missing: run make install" >&2; exit 1; }
+    file_type="$(LC_ALL=C readelf -d "$REPO/cgi-bin/$p" 2>&1 || true)"
+    [[ "$file_type" == *"no dynamic section"* ]] ||
+        { echo "build-deb: cgi-bin/$p is not static (it would need the Swift toolchain on the box)" >&2; exit 1; }
+done
+
+STAGE="$(mktemp -d)"
+trap 'rm -rf "$STAGE"' EXIT
+ROOT="$STAGE/root"
+umask 022
+install -d "$ROOT/DEBIAN" "$ROOT/usr/bin" "$ROOT/usr/lib/mockcloud/cgi-bin" "$ROOT/usr/lib/mockcloud/admin" \
+    "$ROOT/etc/nginx/snippets" "$ROOT/etc/nginx/sites-available" "$ROOT/etc/nginx/conf.d" \
+    "$ROOT/lib/systemd/system/fcgiwrap.service.d" "$ROOT/usr/share/doc/mockcloud" \
+    "$ROOT/usr/share/lintian/overrides"
+
+# Programs, stripped (the symbols are for profiling a build tree, not the box).
+for p in user-settings inbox; do
+    install -m 0755 "$REPO/cgi-bin/$p" "$ROOT/usr/lib/mockcloud/cgi-bin/$p"
+done
+install -m 0755 "$REPO/cgi-bin/mockcloud-admin" "$ROOT/usr/bin/mockcloud-admin"
+strip --strip-all --remove-section=.comment --remove-section=.note "$ROOT/usr/lib/mockcloud/cgi-bin/"* "$ROOT/usr/bin/mockcloud-admin"
+for s in tls doctor backup; do
+    install -m 0755 "$REPO/admin/$s.sh" "$ROOT/usr/lib/mockcloud/admin/$s.sh"
+done
+
+# nginx: the snippet, the site (not enabled), the http-level settings.
+install -m 0644 "$REPO/nginx/mockcloud-locations.conf" "$ROOT/etc/nginx/snippets/mockcloud-locations.conf"
+install -m 0644 "$DEB/mockcloud.site" "$ROOT/etc/nginx/sites-available/mockcloud"
+install -m 0644 "$REPO/nginx/mockcloud-http.conf" "$ROOT/etc/nginx/conf.d/mockcloud.conf"
+install -m 0644 "$DEB/fcgiwrap-mockcloud.conf" "$ROOT/lib/systemd/system/fcgiwrap.service.d/mockcloud.conf"
+
+# Documentation, as Debian wants it.
+install -m 0644 "$DEB/copyright" "$ROOT/usr/share/doc/mockcloud/copyright"
+install -m 0644 "$REPO/README.md" "$ROOT/usr/share/doc/mockcloud/README.md"
+gzip -9n "$ROOT/usr/share/doc/mockcloud/README.md"
+{
+    printf 'mockcloud (%s) stable; urgency=medium\n\n' "$VERSION"
+    printf '  * Built from commit %s.\n\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    printf ' -- MockCloud maintainers <mockcloud@example.org>  %s\n' \
+        "$(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || date +%s)}")"
+} | gzip -9n >"$ROOT/usr/share/doc/mockcloud/changelog.gz"
+install -m 0644 "$DEB/lintian-overrides" "$ROOT/usr/share/lintian/overrides/mockcloud"
+install -d "$ROOT/usr/share/man/man8"
+gzip -9n <"$DEB/mockcloud-admin.8" >"$ROOT/usr/share/man/man8/mockcloud-admin.8.gz"
+chmod 0644 "$ROOT/usr/share/man/man8/mockcloud-admin.8.gz"
+
+# Control files.
+install -m 0755 "$DEB/postinst" "$DEB/postrm" "$ROOT/DEBIAN/"
+install -m 0644 "$DEB/conffiles" "$ROOT/DEBIAN/conffiles"
+size="$(du -sk --exclude=DEBIAN "$ROOT" | cut -f1)"
+sed -e "s/@VERSION@/$VERSION/" -e "s/@SIZE@/$size/" "$DEB/control.in" >"$ROOT/DEBIAN/control"
+(cd "$ROOT" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
+    xargs -0 md5sum | grep -v ' etc/' >DEBIAN/md5sums)
+chmod 0644 "$ROOT/DEBIAN/md5sums"
+
+DIST="${MOCKCLOUD_DIST:-$REPO/dist}"
+mkdir -p "$DIST"
+out="$DIST/mockcloud_${VERSION}_amd64.deb"
+dpkg-deb --root-owner-group -Zxz --build "$ROOT" "$out" >/dev/null
+printf "%s (%s KiB)\n" "${out#"$REPO"/}" "$(($(stat -c %s "$out") / 1024))"
