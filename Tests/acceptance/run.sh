@@ -74,6 +74,20 @@ expect() {
             fail "$REQUEST: body is not JSON: $(head -c 200 "$WORK/body")"
         fi
     fi
+    [[ -z "${MOCKCLOUD_API_RECORD:-}" ]] || record_answer "$method" "$path"
+}
+
+# With MOCKCLOUD_API_RECORD=DIR, every answer `expect` got is kept there for
+# Tests/api/conformance.py, which checks each against docs/openapi.yaml.
+API_RECORDS=0
+record_answer() {
+    API_RECORDS=$((API_RECORDS + 1))
+    local n="${CASE_FILE:-run}-$API_RECORDS"
+    mkdir -p "$MOCKCLOUD_API_RECORD"
+    cp "$WORK/headers" "$MOCKCLOUD_API_RECORD/$n.headers"
+    cp "$WORK/body" "$MOCKCLOUD_API_RECORD/$n.body"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$STACK" "$STATUS" "$1" "$2" "$CASE_NAME" \
+        >>"$MOCKCLOUD_API_RECORD/index.tsv"
 }
 
 # The value of a header of the last answer (the final block, after any 100).
@@ -241,6 +255,7 @@ MAIN_PORT="$PORT"
 if (($# > 0)); then files=("$@"); else files=("$HERE"/cases/*.sh); fi
 for file in "${files[@]}"; do
     printf '# %s\n' "${file#"$REPO"/}"
+    CASE_FILE="$(basename "$file" .sh)"
     use_stack main "$MAIN_PORT"
     # shellcheck source=/dev/null
     source "$file"
