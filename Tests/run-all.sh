@@ -70,7 +70,11 @@ run_suite() {
     total_failed=$((total_failed + failed))
 }
 
+# The acceptance answers are kept for Tests/api/run.sh, which checks each
+# against docs/openapi.yaml.
+export MOCKCLOUD_API_RECORD="$logs/api-answers"
 run_suite acceptance Tests/acceptance/run.sh
+run_suite api Tests/api/run.sh
 run_suite stress Tests/stress/short.sh
 # Every fuzz reproducer replayed, then each target fuzzed briefly.
 run_suite fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"

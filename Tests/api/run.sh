@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# docs/openapi.yaml against the running service: the document itself, then
+# schemathesis and the acceptance cases' answers against a real stack.
+#
+#   Tests/api/run.sh            `make test`: bounded, fixed seed (well under 2 min)
+#   Tests/api/run.sh fuzz SECS  `make fuzz-api`: schemathesis for SECS seconds,
+#                               a fresh seed, the request count from nginx's log
+#
+# 1. openapi-spec-validator: the document is valid OpenAPI 3.1.
+# 2. schemathesis (`st run`): positive and negative data, the examples, the
+#    coverage cases, fuzzing and the stateful links between operations (PUT
+#    then GET the same key; the feed's anchor into the next page), with the
+#    checks not_a_server_error, status_code_conformance,
+#    content_type_conformance, response_headers_conformance and
+#    response_schema_conformance, against nginx + fcgiwrap + TLS on a free
+#    127.0.0.1 port with temporary data, stopped by PID on exit.
+# 3. Tests/api/conformance.py: every answer the acceptance cases got must be
+#    one the document describes. With MOCKCLOUD_API_RECORD naming a directory
+#    where Tests/acceptance/run.sh already kept them (Tests/run-all.sh does),
+#    those are checked; otherwise the acceptance cases run here first.
+#
+# Python packages come from PyPI into .build/venv (pinned in
+# requirements.txt), made on first use. Prints `N passed, M failed` last.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+DOC="$REPO/docs/openapi.yaml"
+VENV="$REPO/.build/venv"
+LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
+export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
+unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
+    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_TOKENS \
+    MOCKCLOUD_INBOX_MAX_MESSAGES MOCKCLOUD_INBOX_TOMBSTONE_HORIZON MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS
+
+MODE="${1:-check}"
+FUZZ_SECONDS="${2:-1800}"
+# `make test`: the same cases every run. Each operation gets this many
+# generated cases per phase; ~40 s on 2 busy cores.
+SEED=20261201
+MAX_EXAMPLES=100
+CHECKS=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance
+
+PASSED=0
+FAILED=0
+pass() { PASSED=$((PASSED + 1)); printf 'ok    %s\n' "$1"; }
+fail() { FAILED=$((FAILED + 1)); printf 'FAIL  %s\n' "$1"; }
+finish() {
+    printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
+    ((FAILED == 0))
+    exit
+}
+
+# Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
+WORK="$(mktemp -d /tmp/mcapi.XXXXXX)"
+STACK_RUN=""
+cleanup() {
+    [[ -z "$STACK_RUN" ]] || MOCKCLOUD_RUN="$STACK_RUN" "$LAUNCHER" stop >/dev/null ||
+        echo "could not stop the stack in $STACK_RUN" >&2
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- the venv
+
+make_venv() {
+    local stamp="$VENV/.requirements"
+    if [[ -x "$VENV/bin/st" ]] && cmp -s "$HERE/requirements.txt" "$stamp"; then return 0; fi
+    echo "== making $VENV (schemathesis, openapi-spec-validator from PyPI)"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV" &&
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" &&
+        cp "$HERE/requirements.txt" "$stamp"
+}
+if ! make_venv; then
+    fail "the Python packages for the API tests install (python3 -m venv, pip from PyPI)"
+    finish
+fi
+
+# ---------------------------------------------------------------- 1. document
+
+if out="$("$VENV/bin/openapi-spec-validator" "$DOC" 2>&1)"; then
+    pass "docs/openapi.yaml is valid OpenAPI 3.1 (openapi-spec-validator)"
+else
+    printf '%s\n' "$out" | sed 's/^/        /'
+    fail "docs/openapi.yaml is valid OpenAPI 3.1 (openapi-spec-validator)"
+fi
+
+# ---------------------------------------------------------------- 2. schemathesis
+
+PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+BASE="https://127.0.0.1:$PORT"
+STACK_RUN="$WORK/run"
+if ! MOCKCLOUD_RUN="$STACK_RUN" MOCKCLOUD_DATA="$WORK/data" MOCKCLOUD_PORT="$PORT" \
+    "$LAUNCHER" start >"$WORK/start.log" 2>&1; then
+    sed 's/^/        /' "$WORK/start.log"
+    STACK_RUN=""
+    fail "a stack for schemathesis starts (nginx/mockcloud-nginx.sh start)"
+    finish
+fi
+
+st_args=("$DOC" --url "$BASE" --tls-verify false --checks "$CHECKS" --mode all --workers 1
+    --no-color --report junit,ndjson --report-dir "$WORK/report")
+# POST /inbox:bulk (issue 13) is in the document before it is on main: until
+# the stack serves it, the stack answers 404 {"error": "not found"} for the
+# path (no route matches it) and schemathesis leaves that one operation out.
+# Once the route exists, any other answer, it is exercised like every other.
+bulk_status="$(curl -sk --noproxy '*' --max-time 30 -o /dev/null -w '%{http_code}' -X POST \
+    -H 'X-User-Key: apiprobe' -H 'Content-Type: application/json' -d '{"messages": []}' "$BASE/inbox:bulk")"
+if [[ "$bulk_status" == 404 ]]; then
+    echo "note: POST /inbox:bulk answers 404 on this build (not merged yet): left out of the schemathesis run"
+    st_args+=(--exclude-operation-id bulkWrite)
+fi
+
+if [[ "$MODE" == fuzz ]]; then
+    SEED="$(date +%s)"
+    st_args+=(--seed "$SEED" --max-time "$FUZZ_SECONDS" --continue-on-failure)
+    what="schemathesis for ${FUZZ_SECONDS}s (seed $SEED)"
+else
+    st_args+=(--seed "$SEED" --max-examples "$MAX_EXAMPLES")
+    what="schemathesis: the running stack answers as docs/openapi.yaml says (seed $SEED, $MAX_EXAMPLES examples)"
+fi
+echo "== st run ${st_args[*]}"
+(cd "$WORK" && "$VENV/bin/st" run "${st_args[@]}") 2>&1 | tee "$WORK/st.log" | grep -v '^\s*$'
+st_status=${PIPESTATUS[0]}
+requests="$(wc -l <"$STACK_RUN/logs/access.log")"
+echo "nginx logged $requests requests; by status: $(awk '{print $9}' "$STACK_RUN/logs/access.log" |
+    sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $2, $1}' | sed 's/, $//')"
+if ((st_status == 0)); then pass "$what"; else fail "$what"; fi
+if [[ "$MODE" == fuzz ]]; then
+    mkdir -p "$REPO/.build/api-fuzz"
+    cp -r "$WORK/report" "$WORK/st.log" "$REPO/.build/api-fuzz/" 2>/dev/null
+    cp "$STACK_RUN/logs/error.log" "$REPO/.build/api-fuzz/nginx-error.log" 2>/dev/null
+    echo "schemathesis report and log: .build/api-fuzz/"
+    finish
+fi
+
+# ---------------------------------------------------------------- 3. acceptance answers
+
+record="${MOCKCLOUD_API_RECORD:-}"
+if [[ -z "$record" || ! -s "$record/index.tsv" ]]; then
+    record="$WORK/answers"
+    echo "== the acceptance cases, their answers kept for the document check"
+    MOCKCLOUD_API_RECORD="$record" "$REPO/Tests/acceptance/run.sh" >"$WORK/acceptance.log" 2>&1 ||
+        echo "(the acceptance cases themselves failed: $(tail -n 1 "$WORK/acceptance.log"))"
+fi
+"$VENV/bin/python" "$HERE/conformance.py" "$DOC" "$record" | tee "$WORK/conformance.log"
+if [[ "$(tail -n 1 "$WORK/conformance.log")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    PASSED=$((PASSED + BASH_REMATCH[1]))
+    FAILED=$((FAILED + BASH_REMATCH[2]))
+else
+    fail "Tests/api/conformance.py ran"
+fi
+# The check itself can fail: with 412 taken out of PUT /user/settings (the
+# acceptance cases get it for a stale If-Match), the same answers must not pass.
+"$VENV/bin/python" - "$DOC" "$WORK/without-412.yaml" <<'PYTHON'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
+del doc["paths"]["/user/settings"]["put"]["responses"]["412"]
+yaml.safe_dump(doc, open(sys.argv[2], "w", encoding="utf-8"), sort_keys=False)
+PYTHON
+if "$VENV/bin/python" "$HERE/conformance.py" "$WORK/without-412.yaml" "$record" >"$WORK/mutant.log" 2>&1; then
+    fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+elif grep -q "status 412 is not documented for PUT /user/settings" "$WORK/mutant.log"; then
+    pass "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+else
+    sed 's/^/        /' "$WORK/mutant.log" | tail -5
+    fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+fi
+finish
