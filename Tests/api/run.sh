@@ -121,7 +121,7 @@ fi
 
 if [[ "$MODE" == fuzz ]]; then
     SEED="$(date +%s)"
-    st_args+=(--seed "$SEED" --max-time "$FUZZ_SECONDS" --continue-on-failure)
+    st_args+=(--seed "$SEED" --continue-on-failure)
 else
     st_args+=(--seed "$SEED" --max-examples "$MAX_EXAMPLES")
 fi
@@ -138,9 +138,13 @@ run_st() {
 }
 
 if [[ "$MODE" == fuzz ]]; then
-    # One run: with --max-time, fuzzing and the stateful phase repeat until
-    # the time is spent.
-    run_st examples,coverage,fuzzing,stateful "schemathesis for ${FUZZ_SECONDS}s (seed $SEED)"
+    # With --max-time, fuzzing (and the stateful phase) repeat until the
+    # time is spent: two thirds of it for single requests, a third for chains.
+    fuzz_part=$((FUZZ_SECONDS * 2 / 3))
+    st_args+=(--max-time "$fuzz_part")
+    run_st examples,coverage,fuzzing "schemathesis: single requests for ${fuzz_part}s (seed $SEED)"
+    st_args[-1]=$((FUZZ_SECONDS - fuzz_part))
+    run_st stateful "schemathesis: chains along the links for ${st_args[-1]}s (seed $SEED)"
 else
     run_st examples,coverage,fuzzing \
         "schemathesis: the examples, coverage cases and fuzzed requests get answers as docs/openapi.yaml says (seed $SEED)"
