@@ -6,7 +6,8 @@
 #   Tests/api/run.sh fuzz SECS  `make fuzz-api`: schemathesis for SECS seconds,
 #                               a fresh seed, the request count from nginx's log
 #
-# 1. openapi-spec-validator: the document is valid OpenAPI 3.1.
+# 1. openapi-spec-validator: the document is valid OpenAPI 3.1; statuses.py:
+#    every status code the sources can send is in it.
 # 2. schemathesis (`st run`): positive and negative data, the examples, the
 #    coverage cases, fuzzing and the stateful links between operations (PUT
 #    then GET the same key; the feed's anchor into the next page), with every
@@ -90,6 +91,14 @@ if out="$("$VENV/bin/openapi-spec-validator" "$DOC" 2>&1)"; then
 else
     printf '%s\n' "$out" | sed 's/^/        /'
     fail "docs/openapi.yaml is valid OpenAPI 3.1 (openapi-spec-validator)"
+fi
+
+statuses="every status the programs and nginx can send (HTTPStatus.swift, the snippet's error pages) is in the document"
+if "$VENV/bin/python" "$HERE/statuses.py" "$DOC" "$REPO" >"$WORK/statuses.log" 2>&1; then
+    pass "$statuses"
+else
+    sed 's/^/        /' "$WORK/statuses.log"
+    fail "$statuses"
 fi
 
 # ---------------------------------------------------------------- 2. schemathesis
