@@ -75,6 +75,15 @@ make_venv() {
     if [[ -x "$VENV/bin/st" ]] && cmp -s "$HERE/requirements.txt" "$stamp"; then return 0; fi
     echo "== making $VENV (schemathesis, openapi-spec-validator from PyPI)"
     rm -rf "$VENV"
+    # Debian's python3 makes virtual environments only with python3-venv.
+    if ! python3 -c 'import ensurepip' 2>/dev/null; then
+        if ((EUID == 0)) && command -v apt-get >/dev/null; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null || return 1
+        else
+            echo "python3 cannot make a virtual environment: apt-get install python3-venv (as root)"
+            return 1
+        fi
+    fi
     python3 -m venv "$VENV" &&
         "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" &&
         cp "$HERE/requirements.txt" "$stamp"
