@@ -113,3 +113,16 @@ lint-deb: deb
 test-install: deb
 	@packaging/deps.sh install
 	@Tests/install/run.sh
+
+## docs/openapi.yaml against the running stack (Tests/api/run.sh; part of
+## `make test`): the document validated, schemathesis with a fixed seed, the
+## acceptance cases' answers checked against it.
+.PHONY: api fuzz-api
+api: deps install
+	@Tests/api/run.sh
+
+## schemathesis unbounded for API_FUZZ_SECONDS (a fresh seed each run); the
+## report goes to .build/api-fuzz/.
+API_FUZZ_SECONDS ?= 1800
+fuzz-api: deps install
+	@Tests/api/run.sh fuzz $(API_FUZZ_SECONDS)

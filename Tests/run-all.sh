@@ -76,7 +76,11 @@ run_suite() {
 }
 
 run_suite formats Tests/support/check_formats.py
+# The acceptance answers are kept for Tests/api/run.sh, which checks each
+# against docs/openapi.yaml.
+export MOCKCLOUD_API_RECORD="$logs/api-answers"
 run_suite acceptance Tests/acceptance/run.sh
+run_suite api Tests/api/run.sh
 # The speed work's guards: instruction budgets of the four requests it is
 # about (callgrind), and the release layout's list not gone stale.
 run_suite instructions Tests/budget/instructions.sh

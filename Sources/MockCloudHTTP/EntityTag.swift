@@ -45,13 +45,20 @@ package enum EntityTag {
         return tags
     }
 
-    /// `If-Match` (strong comparison): true when the request may proceed.
-    /// Any `If-Match` fails when nothing is stored.
+    /// `If-Match`: true when the request may proceed. Any `If-Match` fails
+    /// when nothing is stored. The weak form of the current tag passes too
+    /// (docs/API.md §3): every tag this service makes is strong, and nginx
+    /// sends it as `W/"…"` whenever it gzips the answer (a settings document
+    /// of 1 KiB or more, to any client that sends `Accept-Encoding: gzip`,
+    /// as URLSession always does), with no setting to keep it strong. Only
+    /// strong comparison, as RFC 9110 has it, would leave such a client a 412
+    /// on every conditional write. The bytes behind `W/"x"` are still the
+    /// document whose strong tag is `"x"`.
     package static func ifMatchPasses(_ header: String?, current: String?) -> Bool {
         guard let header else { return true }
         guard let current else { return false }
         guard let tags = parseList(header) else { return true }
-        return tags.contains { !$0.weak && $0.opaque == current }
+        return tags.contains { $0.opaque == current }
     }
 
     /// `If-None-Match` (weak comparison): true when the request may proceed,

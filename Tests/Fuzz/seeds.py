@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpora in Tests/Fuzz/corpus/<target>/ and the
 dictionaries in Tests/Fuzz/dict/ (run it again after changing a seed here).
-Seeds are valid and tricky inputs taken from docs/CONTRACT and RFC 7396;
+Seeds are valid and tricky inputs taken from docs/API.md and RFC 7396;
 the fuzzer mutates them, so each names one shape the parsers must handle."""
 import base64
 import os

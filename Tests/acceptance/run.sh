@@ -54,6 +54,21 @@ expect() {
         fail "$REQUEST: status $STATUS, expected $want; body: $(head -c 400 "$WORK/body")$(head -c 200 "$WORK/curl.err")"
     fi
     answer_shape
+    [[ -z "${MOCKCLOUD_API_RECORD:-}" ]] || record_answer "$method" "$path"
+}
+
+# With MOCKCLOUD_API_RECORD=DIR, every answer `expect` got is kept there for
+# Tests/api/conformance.py, which checks each against docs/openapi.yaml.
+API_RECORDS=0
+record_answer() {
+    API_RECORDS=$((API_RECORDS + 1))
+    local n="${CASE_FILE:-run}-$API_RECORDS"
+    mkdir -p "$MOCKCLOUD_API_RECORD"
+    cp "$WORK/headers" "$MOCKCLOUD_API_RECORD/$n.headers"
+    cp "$WORK/body" "$MOCKCLOUD_API_RECORD/$n.body"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$STACK" "$STATUS" "$1" "$2" "$CASE_NAME" \
+        >>"$MOCKCLOUD_API_RECORD/index.tsv"
+}
 }
 
 # The body of the last answer.
@@ -213,6 +228,7 @@ MAIN_PORT="$PORT"
 if (($# > 0)); then files=("$@"); else files=("$HERE"/cases/*.sh); fi
 for file in "${files[@]}"; do
     printf '# %s\n' "${file#"$REPO"/}"
+    CASE_FILE="$(basename "$file" .sh)"
     use_stack main "$MAIN_PORT"
     # shellcheck source=/dev/null
     source "$file"

@@ -1,4 +1,4 @@
-# /inbox: CONTRACT section 4 through nginx + fcgiwrap + TLS.
+# /inbox: docs/API.md §4 through nginx + fcgiwrap + TLS.
 
 it "PUT of a new id answers 201 with the envelope and a Location"
 expect 201 PUT /inbox/nm-1234-weight -H 'X-User-Key: ib-1' -H 'X-Device-Id: mirror-1' -H 'X-Sync-Version: 1' -d '{"kg": 71.30}'

@@ -1,4 +1,4 @@
-# X-User-Key: CONTRACT section 2, first two rows. The key is checked before
+# X-User-Key: docs/API.md §2, first two rows. The key is checked before
 # it touches any path, so nothing lands outside the data directory.
 
 it "a request without X-User-Key is refused with 400 and the contract's sentence"

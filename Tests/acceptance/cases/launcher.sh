@@ -1,4 +1,4 @@
-# nginx/mockcloud-nginx.sh itself (CONTRACT section 7): serve in the
+# nginx/mockcloud-nginx.sh itself (docs/API.md §7): serve in the
 # foreground until SIGTERM, and leave nothing running, whatever happens.
 
 # Processes (not zombies) whose command line names DIR: what a stack in DIR runs.

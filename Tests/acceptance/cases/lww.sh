@@ -1,4 +1,4 @@
-# Last writer wins by the client's updatedAt (CONTRACT section 3), compared
+# Last writer wins by the client's updatedAt (docs/API.md §3), compared
 # as instants at microsecond resolution, in the basic and extended forms.
 
 # put_at KEY UPDATED_AT: the settings of KEY, stamped updatedAt.

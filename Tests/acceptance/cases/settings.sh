@@ -1,4 +1,4 @@
-# /user/settings: CONTRACT section 2 (bodies, methods) and section 3 (GET,
+# /user/settings: docs/API.md §2 (bodies, methods) and §3 (GET,
 # PUT, DELETE, storage layout), through nginx + fcgiwrap + TLS.
 
 TIMESTAMP='^[0-9]{8}T[0-9]{6}\.[0-9]{6}Z$'

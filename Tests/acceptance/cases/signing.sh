@@ -1,4 +1,4 @@
-# HMAC signing of stored data: CONTRACT section 6 through nginx + TLS. The
+# HMAC signing of stored data: docs/API.md §6 through nginx + TLS. The
 # programs read the key file on every request, so rotating it needs no restart.
 
 KEYS="$WORK/hmac.keys"

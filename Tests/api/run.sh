@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# docs/openapi.yaml against the running service: the document itself, then
+# schemathesis and the acceptance cases' answers against a real stack.
+#
+#   Tests/api/run.sh            `make test`: bounded, fixed seed (well under 2 min)
+#   Tests/api/run.sh fuzz SECS  `make fuzz-api`: schemathesis for SECS seconds,
+#                               a fresh seed, the request count from nginx's log
+#
+# 1. openapi-spec-validator: the document is valid OpenAPI 3.1; statuses.py:
+#    every status code the sources can send is in it.
+# 2. schemathesis (`st run`): positive and negative data, the examples, the
+#    coverage cases, fuzzing and the stateful links between operations (PUT
+#    then GET the same key; the feed's anchor into the next page), with every
+#    check on (CHECKS below), against nginx + fcgiwrap + TLS on a free
+#    127.0.0.1 port with temporary data, stopped by PID on exit.
+# 3. Tests/api/conformance.py: every answer the acceptance cases got must be
+#    one the document describes. With MOCKCLOUD_API_RECORD naming a directory
+#    where Tests/acceptance/run.sh already kept them (Tests/run-all.sh does),
+#    those are checked; otherwise the acceptance cases run here first.
+#
+# Python packages come from PyPI into .build/venv (pinned in
+# requirements.txt), made on first use. Prints `N passed, M failed` last.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+DOC="$REPO/docs/openapi.yaml"
+VENV="$REPO/.build/venv"
+LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
+export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
+unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
+    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_TOKENS \
+    MOCKCLOUD_INBOX_MAX_MESSAGES MOCKCLOUD_INBOX_TOMBSTONE_HORIZON MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS
+
+MODE="${1:-check}"
+FUZZ_SECONDS="${2:-1800}"
+# `make test`: the same cases every run. Each operation gets this many
+# generated cases per phase; ~40 s on 2 busy cores.
+SEED=20261201
+MAX_EXAMPLES=100
+# Every check schemathesis has: the five of issue 15 (not_a_server_error,
+# status_code_conformance, content_type_conformance,
+# response_headers_conformance, response_schema_conformance) and the others
+# (negative_data_rejection, positive_data_acceptance, unsupported_method,
+# allow_header_conformance, missing_required_header, use_after_free,
+# ensure_resource_availability, ...); schemathesis.toml says which statuses
+# positive_data_acceptance takes, and why.
+CHECKS=all
+
+PASSED=0
+FAILED=0
+pass() { PASSED=$((PASSED + 1)); printf 'ok    %s\n' "$1"; }
+fail() { FAILED=$((FAILED + 1)); printf 'FAIL  %s\n' "$1"; }
+finish() {
+    printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
+    ((FAILED == 0))
+    exit
+}
+
+# Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
+WORK="$(mktemp -d /tmp/mcapi.XXXXXX)"
+STACK_RUN=""
+cleanup() {
+    [[ -z "$STACK_RUN" ]] || MOCKCLOUD_RUN="$STACK_RUN" "$LAUNCHER" stop >/dev/null ||
+        echo "could not stop the stack in $STACK_RUN" >&2
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- the venv
+
+make_venv() {
+    local stamp="$VENV/.requirements"
+    if [[ -x "$VENV/bin/st" ]] && cmp -s "$HERE/requirements.txt" "$stamp"; then return 0; fi
+    echo "== making $VENV (schemathesis, openapi-spec-validator from PyPI)"
+    rm -rf "$VENV"
+    # Debian's python3 makes virtual environments only with python3-venv.
+    if ! python3 -c 'import ensurepip' 2>/dev/null; then
+        if ((EUID == 0)) && command -v apt-get >/dev/null; then
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null || return 1
+        else
+            echo "python3 cannot make a virtual environment: apt-get install python3-venv (as root)"
+            return 1
+        fi
+    fi
+    python3 -m venv "$VENV" &&
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" &&
+        cp "$HERE/requirements.txt" "$stamp"
+}
+if ! make_venv; then
+    fail "the Python packages for the API tests install (python3 -m venv, pip from PyPI)"
+    finish
+fi
+
+# ---------------------------------------------------------------- 1. document
+
+if out="$("$VENV/bin/openapi-spec-validator" "$DOC" 2>&1)"; then
+    pass "docs/openapi.yaml is valid OpenAPI 3.1 (openapi-spec-validator)"
+else
+    printf '%s\n' "$out" | sed 's/^/        /'
+    fail "docs/openapi.yaml is valid OpenAPI 3.1 (openapi-spec-validator)"
+fi
+
+statuses="every status the programs and nginx can send (HTTPStatus.swift, the snippet's error pages) is in the document"
+if "$VENV/bin/python" "$HERE/statuses.py" "$DOC" "$REPO" >"$WORK/statuses.log" 2>&1; then
+    pass "$statuses"
+else
+    sed 's/^/        /' "$WORK/statuses.log"
+    fail "$statuses"
+fi
+
+# ---------------------------------------------------------------- 2. schemathesis
+
+if [[ "$MODE" == fuzz ]]; then
+    # Its own copy of the programs: a `make install` during a long run must
+    # not change what is being tested.
+    cp -r "$MOCKCLOUD_CGI_BIN" "$WORK/cgi-bin"
+    export MOCKCLOUD_CGI_BIN="$WORK/cgi-bin"
+fi
+PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+BASE="https://127.0.0.1:$PORT"
+STACK_RUN="$WORK/run"
+# MOCKCLOUD_LIMITS=off: schemathesis is one address sending ~100 requests a
+# second, past the per-address limit meant for a household (429, which the
+# document lists); the limits have tests of their own.
+if ! MOCKCLOUD_LIMITS=off MOCKCLOUD_RUN="$STACK_RUN" MOCKCLOUD_DATA="$WORK/data" MOCKCLOUD_PORT="$PORT" \
+    "$LAUNCHER" start >"$WORK/start.log" 2>&1; then
+    sed 's/^/        /' "$WORK/start.log"
+    STACK_RUN=""
+    fail "a stack for schemathesis starts (nginx/mockcloud-nginx.sh start)"
+    finish
+fi
+
+st_args=("$DOC" --url "$BASE" --tls-verify false --checks "$CHECKS" --mode all --workers 1
+    --no-color --report ndjson --report-dir "$WORK/report")
+# POST /inbox:bulk (issue 13) is in the document before it is on main: until
+# the stack serves it, the stack answers 404 {"error": "not found"} for the
+# path (no route matches it) and schemathesis leaves that one operation out.
+# Once the route exists, any other answer, it is exercised like every other.
+bulk_status="$(curl -sk --noproxy '*' --max-time 30 -o /dev/null -w '%{http_code}' -X POST \
+    -H 'X-User-Key: apiprobe' -H 'Content-Type: application/json' -d '{"messages": []}' "$BASE/inbox:bulk")"
+if [[ "$bulk_status" == 404 ]]; then
+    echo "note: POST /inbox:bulk answers 404 on this build (not merged yet): left out of the schemathesis run"
+    st_args+=(--exclude-operation-id bulkWrite)
+fi
+
+if [[ "$MODE" == fuzz ]]; then
+    SEED="$(date +%s)"
+    st_args+=(--seed "$SEED" --continue-on-failure)
+else
+    st_args+=(--seed "$SEED" --max-examples "$MAX_EXAMPLES")
+fi
+
+# run_st PHASES WHAT: one schemathesis run of those phases; its NDJSON
+# report is $WORK/report/PHASES.ndjson.
+run_st() {
+    local phases="$1" what="$2" status
+    echo "== st run ${st_args[*]} --phases $phases"
+    (cd "$WORK" && "$VENV/bin/st" --config-file "$HERE/schemathesis.toml" run "${st_args[@]}" --phases "$phases" \
+        --report-ndjson-path "$WORK/report/${phases//,/-}.ndjson") 2>&1 | tee -a "$WORK/st.log" | grep -v '^\s*$'
+    status=${PIPESTATUS[0]}
+    if ((status == 0)); then pass "$what"; else fail "$what"; fi
+}
+
+if [[ "$MODE" == fuzz ]]; then
+    # With --max-time, fuzzing (and the stateful phase) repeat until the
+    # time is spent: two thirds of it for single requests, a third for chains.
+    fuzz_part=$((FUZZ_SECONDS * 2 / 3))
+    st_args+=(--max-time "$fuzz_part")
+    run_st examples,coverage,fuzzing "schemathesis: single requests for ${fuzz_part}s (seed $SEED)"
+    st_args[-1]=$((FUZZ_SECONDS - fuzz_part))
+    run_st stateful "schemathesis: chains along the links for ${st_args[-1]}s (seed $SEED)"
+else
+    run_st examples,coverage,fuzzing \
+        "schemathesis: the examples, coverage cases and fuzzed requests get answers as docs/openapi.yaml says (seed $SEED)"
+    # The stateful phase on its own, and for 20 s: bounded by examples alone
+    # it stops after a varying few dozen scenarios, which may miss a link.
+    st_args+=(--max-time 20)
+    run_st stateful "schemathesis: chains of requests along the document's links get answers as it says (seed $SEED)"
+    links="the stateful phase followed the links: PUT then GET the same user's settings, the feed's anchor into the next page"
+    echo "links followed by the stateful phase:"
+    if "$VENV/bin/python" "$HERE/links_used.py" "$WORK/report/stateful.ndjson" \
+        "PUT /user/settings | PATCH /user/settings -> revalidate | readBack -> GET /user/settings" \
+        "GET /inbox -> nextPage -> GET /inbox"; then
+        pass "$links"
+    else
+        fail "$links"
+    fi
+fi
+requests="$(wc -l <"$STACK_RUN/logs/access.log")"
+echo "nginx logged $requests requests; by status: $(awk '{print $9}' "$STACK_RUN/logs/access.log" |
+    sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $2, $1}' | sed 's/, $//')"
+if [[ "$MODE" == fuzz ]]; then
+    mkdir -p "$REPO/.build/api-fuzz"
+    cp -r "$WORK/report" "$WORK/st.log" "$REPO/.build/api-fuzz/" 2>/dev/null
+    cp "$STACK_RUN/logs/error.log" "$REPO/.build/api-fuzz/nginx-error.log" 2>/dev/null
+    echo "schemathesis report and log: .build/api-fuzz/"
+    finish
+fi
+
+# ---------------------------------------------------------------- 3. acceptance answers
+
+record="${MOCKCLOUD_API_RECORD:-}"
+if [[ -z "$record" || ! -s "$record/index.tsv" ]]; then
+    record="$WORK/answers"
+    echo "== the acceptance cases, their answers kept for the document check"
+    MOCKCLOUD_API_RECORD="$record" "$REPO/Tests/acceptance/run.sh" >"$WORK/acceptance.log" 2>&1 ||
+        echo "(the acceptance cases themselves failed: $(tail -n 1 "$WORK/acceptance.log"))"
+fi
+"$VENV/bin/python" "$HERE/conformance.py" "$DOC" "$record" | tee "$WORK/conformance.log"
+if [[ "$(tail -n 1 "$WORK/conformance.log")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    PASSED=$((PASSED + BASH_REMATCH[1]))
+    FAILED=$((FAILED + BASH_REMATCH[2]))
+else
+    fail "Tests/api/conformance.py ran"
+fi
+# The check itself can fail: with 412 taken out of PUT /user/settings (the
+# acceptance cases get it for a stale If-Match), the same answers must not pass.
+"$VENV/bin/python" - "$DOC" "$WORK/without-412.yaml" <<'PYTHON'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
+del doc["paths"]["/user/settings"]["put"]["responses"]["412"]
+yaml.safe_dump(doc, open(sys.argv[2], "w", encoding="utf-8"), sort_keys=False)
+PYTHON
+if "$VENV/bin/python" "$HERE/conformance.py" "$WORK/without-412.yaml" "$record" >"$WORK/mutant.log" 2>&1; then
+    fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+elif grep -q "status 412 is not documented for PUT /user/settings" "$WORK/mutant.log"; then
+    pass "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+else
+    sed 's/^/        /' "$WORK/mutant.log" | tail -5
+    fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+fi
+finish
