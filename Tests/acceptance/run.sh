@@ -69,7 +69,6 @@ record_answer() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$STACK" "$STATUS" "$1" "$2" "$CASE_NAME" \
         >>"$MOCKCLOUD_API_RECORD/index.tsv"
 }
-}
 
 # The body of the last answer.
 last_body() { cat "$WORK/body"; }
