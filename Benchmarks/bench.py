@@ -378,7 +378,10 @@ def main():
     for data in (ours.data, floor_stack.data, hdata):
         os.makedirs(os.path.join(data, "inbox"), mode=0o700, exist_ok=True)
         for key in anchors:
-            os.symlink(seeded[key], os.path.join(data, "inbox", key))
+            # Hard links, not a symbolic link: the programs refuse a linked
+            # folder in the data directory (docs/API.md §5), and the feed
+            # only reads the files.
+            subprocess.run(["cp", "-al", seeded[key], os.path.join(data, "inbox", key)], check=True)
 
     for server in servers:
         status, body = https(server.port, "PUT", "/user/settings", {"X-User-Key": "u1"}, SETTINGS_BODY)

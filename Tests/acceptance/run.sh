@@ -178,6 +178,22 @@ start_server() {
     return 1
 }
 
+# serve_in_background OUT [VAR=value ...]: `mockcloud-nginx.sh serve` in the
+# background with those settings, recorded for cleanup; SERVE_PID is its
+# PID. Returns once it printed its URL to OUT (or after 15 s: the caller's
+# check on OUT then says what went wrong).
+serve_in_background() {
+    local out="$1" i
+    shift
+    env "$@" "$LAUNCHER" serve >"$out" 2>&1 &
+    SERVE_PID=$!
+    SERVER_PIDS+=("$SERVE_PID")
+    for ((i = 0; i < 150; i++)); do
+        grep -q 'MockCloud serving' "$out" && break
+        sleep 0.1
+    done
+}
+
 stop_server() {
     kill "$1" 2>/dev/null || return 0
     wait "$1" 2>/dev/null || true

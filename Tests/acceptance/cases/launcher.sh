@@ -17,14 +17,9 @@ serve_run="$WORK/serve"
 serve_port="$(free_port)"
 
 it "serve prints the URL once nginx answers, and serves"
-MOCKCLOUD_RUN="$serve_run" MOCKCLOUD_DATA="$WORK/serve-data" MOCKCLOUD_PORT="$serve_port" \
-    "$LAUNCHER" serve >"$WORK/serve.out" 2>&1 &
-serve_pid=$!
-SERVER_PIDS+=("$serve_pid")
-for ((i = 0; i < 100; i++)); do
-    grep -q 'MockCloud serving' "$WORK/serve.out" && break
-    sleep 0.1
-done
+serve_in_background "$WORK/serve.out" MOCKCLOUD_RUN="$serve_run" MOCKCLOUD_DATA="$WORK/serve-data" \
+    MOCKCLOUD_PORT="$serve_port"
+serve_pid=$SERVE_PID
 grep -q "^MockCloud serving https://127.0.0.1:$serve_port  (data: $WORK/serve-data)\$" "$WORK/serve.out" ||
     fail "no banner: $(cat "$WORK/serve.out")"
 code="$(curl -sk --noproxy '*' -o /dev/null -w '%{http_code}' "https://127.0.0.1:$serve_port/user/settings")"

@@ -33,14 +33,9 @@ else
     chmod 0755 "$fake"
     urun="$WORK/userv"
     uport="$(free_port)"
-    MOCKCLOUD_CGI_BIN="$fake" MOCKCLOUD_RUN="$urun" MOCKCLOUD_DATA="$WORK/userv-data" MOCKCLOUD_PORT="$uport" \
-        "$LAUNCHER" serve >"$WORK/userv.out" 2>&1 &
-    userv_pid=$!
-    SERVER_PIDS+=("$userv_pid")
-    for ((i = 0; i < 150; i++)); do
-        grep -q 'MockCloud serving' "$WORK/userv.out" && break
-        sleep 0.1
-    done
+    serve_in_background "$WORK/userv.out" MOCKCLOUD_CGI_BIN="$fake" MOCKCLOUD_RUN="$urun" \
+        MOCKCLOUD_DATA="$WORK/userv-data" MOCKCLOUD_PORT="$uport"
+    userv_pid=$SERVE_PID
 
     it "serve as root: a served program runs as mockcloud, not root"
     grep -q 'MockCloud serving' "$WORK/userv.out" || fail "serve did not start: $(cat "$WORK/userv.out")"
