@@ -18,12 +18,17 @@ test: deps install
 deps:
 	@nginx/mockcloud-nginx.sh deps
 
-## One release build of every program. Sources/CStartup/symbol-order.txt is
+## SwiftPM builds a target that imports an undeclared module when that module
+## happens to be built anyway; this check makes such an import (a lower layer
+## importing a higher one, say) fail the build instead (Package.swift).
+IMPORT_CHECK := --explicit-target-dependency-import-check error
+
+## One release build of every program. Benchmarks/symbol-order.txt is
 ## not an input SwiftPM tracks: programs older than it are relinked.
 build:
 	@for p in user-settings inbox; do \
-	    [[ .build/release/$$p -nt Sources/CStartup/symbol-order.txt ]] || rm -f .build/release/$$p; done
-	$(SWIFT) build -c release
+	    [[ .build/release/$$p -nt Benchmarks/symbol-order.txt ]] || rm -f .build/release/$$p; done
+	$(SWIFT) build -c release $(IMPORT_CHECK)
 
 ## The built programs, copied into cgi-bin/.
 install: build
@@ -31,7 +36,13 @@ install: build
 	@for p in $(PROGRAMS); do install -m 0755 .build/release/$$p cgi-bin/$$p; done
 
 unit:
-	$(SWIFT) test
+	$(SWIFT) test $(IMPORT_CHECK)
+
+## The speed work's guards (part of `make test`): callgrind instruction
+## budgets of four requests, and Benchmarks/symbol-order.txt not stale.
+.PHONY: budget
+budget: deps install
+	@Tests/budget/instructions.sh && Tests/budget/symbol-order.sh
 
 acceptance: install
 	@Tests/acceptance/run.sh
@@ -44,7 +55,7 @@ bench:
 	@$(MAKE) --no-print-directory install
 	@python3 Benchmarks/bench.py $(if $(PEER),--peer '$(PEER)') $(BENCH_ARGS)
 
-## Sources/CStartup/symbol-order.txt from callgrind profiles of the
+## Benchmarks/symbol-order.txt from callgrind profiles of the
 ## installed programs (the release link packs those functions together),
 ## then the programs relinked with it (see `build`).
 .PHONY: symbol-order

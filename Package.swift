@@ -1,18 +1,22 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The layers, lowest first, and why: docs/ARCHITECTURE.md.
+//
 // Each CGI program is started once per request, so start-up time is the
 // service's whole cost: the programs import Glibc only and link statically.
 // Sources/CStartup/startup.c explains the `--wrap` (libcrypto's load-time CPU
 // probe), Sources/CArgv/argv.c what replaces the runtime's argv scan, and
 // Benchmarks/symbol-order.sh the layout (what one request runs and touches,
 // packed together: fewer page faults per process).
-let startupDirectory = Context.packageDirectory + "/Sources/CStartup"
+// The layout list is generated (make symbol-order) and checked for staleness
+// by `make test` (Tests/budget/symbol-order.sh); it is data, not a source.
+let symbolOrder = Context.packageDirectory + "/Benchmarks/symbol-order.txt"
 let staticExecutable: [LinkerSetting] = [
     .unsafeFlags([
         "-static-executable", "-use-ld=lld",
         "-Xlinker", "--wrap=OPENSSL_cpuid_setup",
-        "-Xlinker", "--symbol-ordering-file=" + startupDirectory + "/symbol-order.txt",
+        "-Xlinker", "--symbol-ordering-file=" + symbolOrder,
         "-Xlinker", "--no-warn-symbol-ordering",
     ], .when(platforms: [.linux], configuration: .release))
 ]
@@ -45,13 +49,47 @@ let package = Package(
     ],
     dependencies: [],
     targets: [
-        // Everything the programs share: CGI, JSON, validation, storage, routes, signing.
-        .target(name: "MockCloudCore", dependencies: ["COpenSSL", "CStartup"], swiftSettings: directMetadata),
-        // OpenSSL's libcrypto, imported by Signing/ alone.
+        // The libraries, lowest first. Each imports only the ones above it in
+        // this list (`make test` builds with SwiftPM's explicit import check,
+        // so an import of a higher layer fails the build); data flows from
+        // main.swift through a request, a route and a store to a response.
+
+        // System calls (EINTR, partial I/O, errno), atomic file writes,
+        // random bytes, byte and time codecs, the keep-strings-until-exit
+        // policy. Knows nothing of JSON, stores or HTTP.
+        .target(name: "MockCloudSystem", swiftSettings: directMetadata),
+        // The JSON value that keeps member order and number text, the strict
+        // parser and the printers that write what Python's json.dumps writes.
+        .target(name: "MockCloudJSON", dependencies: ["MockCloudSystem"], swiftSettings: directMetadata),
+        // The data directory: settings and inbox stores, the change log,
+        // per-key locks, HMAC signing (the only user of libcrypto), key and
+        // token files. Errors here say what went wrong; no HTTP status.
+        .target(
+            name: "MockCloudStore",
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "COpenSSL", "CStartup"],
+            swiftSettings: directMetadata
+        ),
+        // The CGI edge: request and response, configuration read from the
+        // environment (ServiceConfig, the one place), the mapping of every
+        // error to a status, the two routes and bearer-token access.
+        .target(
+            name: "MockCloudHTTP",
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore"],
+            swiftSettings: directMetadata
+        ),
+
+        // The operator's tool: verify, sign and rotate a data directory, make
+        // bearer tokens. Reads its defaults through ServiceConfig.
+        .target(
+            name: "MockCloudAdmin",
+            dependencies: ["MockCloudSystem", "MockCloudStore", "MockCloudHTTP"],
+            swiftSettings: directMetadata
+        ),
+
+        // OpenSSL's libcrypto, imported by MockCloudStore's SHA-256 and HMAC alone.
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
-        // libcrypto's CPU probe on demand (see startup.c), and the release
-        // layout of the static programs (symbol-order.txt).
-        .target(name: "CStartup", exclude: ["symbol-order.txt"], cSettings: dwarf4),
+        // libcrypto's CPU probe on demand (see startup.c).
+        .target(name: "CStartup", cSettings: dwarf4),
         // argv from glibc instead of the runtime's /proc scan; compiled into
         // the static release programs only (see argv.c).
         .target(
@@ -64,24 +102,44 @@ let package = Package(
         // The CGI programs: a few lines each.
         .executableTarget(
             name: "user-settings",
-            dependencies: ["MockCloudCore", "CArgv"],
+            dependencies: ["MockCloudHTTP", "CArgv"],
             swiftSettings: directMetadata,
             linkerSettings: staticExecutable
         ),
-
         .executableTarget(
             name: "inbox",
-            dependencies: ["MockCloudCore", "CArgv"],
+            dependencies: ["MockCloudHTTP", "CArgv"],
             swiftSettings: directMetadata,
             linkerSettings: staticExecutable
         ),
+        .executableTarget(name: "mockcloud-admin", dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudSystem"]),
 
-        // The operator's tool: verify, sign and rotate a data directory.
-        .executableTarget(name: "mockcloud-admin", dependencies: ["MockCloudCore"]),
-
-        // Unit tests, one file per feature folder.
-        .testTarget(name: "MockCloudCoreTests", dependencies: ["MockCloudCore"]),
+        // What several test targets share: the one temporary-directory
+        // helper, stdin from a pipe, JSON as text, signing keys.
+        .target(
+            name: "MockCloudTestSupport",
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore"],
+            path: "Tests/MockCloudTestSupport"
+        ),
+        // Unit tests, one target per library, a file per type or suite.
+        .testTarget(name: "MockCloudSystemTests", dependencies: ["MockCloudSystem", "MockCloudTestSupport"]),
+        .testTarget(name: "MockCloudJSONTests", dependencies: ["MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]),
+        .testTarget(
+            name: "MockCloudStoreTests",
+            dependencies: ["MockCloudStore", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
+        ),
+        .testTarget(
+            name: "MockCloudHTTPTests",
+            dependencies: ["MockCloudHTTP", "MockCloudStore", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
+        ),
+        .testTarget(
+            name: "MockCloudAdminTests",
+            dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem", "MockCloudTestSupport"]
+        ),
         // The built programs run as processes: environment + stdin in, CGI out.
-        .testTarget(name: "EndToEndTests", dependencies: ["user-settings", "inbox", "mockcloud-admin"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["user-settings", "inbox", "mockcloud-admin", "MockCloudTestSupport"]
+        ),
     ]
 )

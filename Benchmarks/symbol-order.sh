@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes Sources/CStartup/symbol-order.txt: every function the installed CGI
+# Writes Benchmarks/symbol-order.txt: every function the installed CGI
 # programs run for the common requests (callgrind), then every variable they
 # touch (lackey's memory trace mapped to the programs' symbols). The release
 # link (Package.swift) passes the file to lld's --symbol-ordering-file, which
@@ -12,7 +12,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="$ROOT/cgi-bin"
-OUT="$ROOT/Sources/CStartup/symbol-order.txt"
+OUT="$ROOT/Benchmarks/symbol-order.txt"
 CC="$(command -v cc || command -v clang || true)"
 [[ -n "$CC" ]] || { echo "symbol-order: no C compiler (cc or clang) to locate libc.a" >&2; exit 1; }
 for tool in valgrind openssl nm readelf swiftc; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Swift unit and process tests (`swift test`, the process
 # tests running the installed release programs in cgi-bin/), then the
-# acceptance tests through nginx + fcgiwrap + TLS, then the short stress run
+# acceptance tests through nginx + fcgiwrap + TLS, the instruction budgets
+# and the symbol-order staleness check (Tests/budget/), then the short stress run
 # (hostile requests, crashes, disk full, concurrency) and a short fuzz run
 # (every regression replayed, each target a few seconds). Prints one combined
 # `N passed, M failed` as its last line; exits 1 when anything failed.
@@ -36,7 +37,9 @@ count_swift_tests() {
 }
 
 echo "== swift test"
-MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test 2>&1 | tee "$logs/swift.log"
+# The import check fails the build when a target imports a module it does not
+# declare (a lower layer importing a higher one): see Package.swift.
+MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --explicit-target-dependency-import-check error 2>&1 | tee "$logs/swift.log"
 swift_status=${PIPESTATUS[0]}
 read -r swift_passed swift_failed < <(count_swift_tests "$logs/swift.log")
 if ((swift_status != 0 && swift_failed == 0)); then
@@ -71,6 +74,10 @@ run_suite() {
 }
 
 run_suite acceptance Tests/acceptance/run.sh
+# The speed work's guards: instruction budgets of the four requests it is
+# about (callgrind), and the release layout's list not gone stale.
+run_suite instructions Tests/budget/instructions.sh
+run_suite symbol-order Tests/budget/symbol-order.sh
 run_suite stress Tests/stress/short.sh
 # Every fuzz reproducer replayed, then each target fuzzed briefly.
 run_suite fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"

@@ -44,11 +44,12 @@ missing_packages() {
     # the installed programs with readelf and nm.
     command -v python3 >/dev/null || pkgs+=(python3)
     { command -v readelf >/dev/null && command -v nm >/dev/null; } || pkgs+=(binutils)
+    # Tests/budget/instructions.sh counts a request's instructions with
+    # callgrind; Benchmarks/symbol-order.sh profiles the programs with it.
+    command -v valgrind >/dev/null || pkgs+=(valgrind)
     if [[ "$bench" == bench ]]; then
         command -v wrk >/dev/null || pkgs+=(wrk)
         command -v hyperfine >/dev/null || pkgs+=(hyperfine)
-        # Benchmarks/symbol-order.sh profiles the programs with callgrind.
-        command -v valgrind >/dev/null || pkgs+=(valgrind)
     fi
     printf '%s\n' "${pkgs[@]}"
 }

@@ -1,5 +1,5 @@
-import MockCloudCore
+import MockCloudHTTP
 
 CGIProgram.serve(name: "inbox", bodyLimit: InboxRoute.bodyLimit) { request in
-    try InboxRoute(config: ServiceConfig(authorizing: request), environment: request.environment).respond(to: request)
+    try InboxRoute(config: ServiceConfig(authorizing: request)).respond(to: request)
 }

@@ -1,5 +1,7 @@
 import Glibc
-import MockCloudCore
+import MockCloudAdmin
+import MockCloudHTTP
+import MockCloudSystem
 
 let result = AdminCommand.run(Array(CommandLine.arguments.dropFirst()), environment: .process)
 for line in result.output { try? Sys.writeAll(1, Array((line + "\n").utf8)) }

@@ -1,4 +1,5 @@
 import Foundation
+import MockCloudTestSupport
 import Testing
 
 /// `inbox` run as a process, as fcgiwrap runs it.
@@ -7,8 +8,8 @@ import Testing
     let program: ProgramRunner
 
     init() throws {
-        data = try TemporaryDirectory()
-        program = ProgramRunner(program: "inbox", dataDirectory: data.url)
+        data = try TemporaryDirectory(prefix: "mockcloud-e2e")
+        program = ProgramRunner(program: "inbox", dataDirectory: URL(fileURLWithPath: data.path))
     }
 
     @Test func putCreatesThenARetryChangesNothingThenAHigherVersionReplaces() throws {

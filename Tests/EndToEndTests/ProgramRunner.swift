@@ -91,27 +91,3 @@ struct ProgramRunner {
             stderr: String(decoding: stderr, as: UTF8.self), exitCode: exitCode)
     }
 }
-
-/// A fresh data directory, removed when the test is done with it.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("mockcloud-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    func contents(of relativePath: String) -> String? {
-        (try? Data(contentsOf: url.appendingPathComponent(relativePath))).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    func write(_ text: String, to relativePath: String) throws {
-        let file = url.appendingPathComponent(relativePath)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: file)
-    }
-}

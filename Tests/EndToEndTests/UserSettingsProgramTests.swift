@@ -1,4 +1,5 @@
 import Foundation
+import MockCloudTestSupport
 import Testing
 
 /// `user-settings` run as a process: environment + stdin in, `Status:` +
@@ -8,8 +9,8 @@ import Testing
     let program: ProgramRunner
 
     init() throws {
-        data = try TemporaryDirectory()
-        program = ProgramRunner(program: "user-settings", dataDirectory: data.url)
+        data = try TemporaryDirectory(prefix: "mockcloud-e2e")
+        program = ProgramRunner(program: "user-settings", dataDirectory: URL(fileURLWithPath: data.path))
     }
 
     static let document = #"{"updatedAt":"20260518T044304.095000Z","weightCalibrationFactor":0.9990998620664758}"#
@@ -25,7 +26,7 @@ import Testing
         let stamp = try #require(out.json?["serverReceivedAt"] as? String)
         #expect(stamp.range(of: #"^\d{8}T\d{6}\.\d{6}Z$"#, options: .regularExpression) != nil)
         #expect(out.body == #"{"updatedAt": "20260518T044304.095000Z", "weightCalibrationFactor": 0.9990998620664758, "serverReceivedAt": "\#(stamp)"}"#)
-        #expect(data.contents(of: "user_settings/u1.json") == """
+        #expect(data.text(of: "user_settings/u1.json") == """
             {
               "updatedAt": "20260518T044304.095000Z",
               "weightCalibrationFactor": 0.9990998620664758,
@@ -78,7 +79,7 @@ import Testing
         let out = try program.run("PUT", "/user/settings", headers: ["X-User-Key": "u1"], body: body)
         #expect(out.status == 400)
         #expect(out.body == expected)
-        #expect(data.contents(of: "user_settings/u1.json") == nil)
+        #expect(data.text(of: "user_settings/u1.json") == nil)
     }
 
     @Test func aBodyOverTheLimitIsReadWholeAndRefusedWith413() throws {
@@ -117,14 +118,14 @@ import Testing
 
     @Test func olderUpdatedAtIsA409WithCurrentAndLeavesTheFile() throws {
         _ = try program.run("PUT", "/user/settings", headers: ["X-User-Key": "u1"], body: Self.document)
-        let before = data.contents(of: "user_settings/u1.json")
+        let before = data.text(of: "user_settings/u1.json")
         let out = try program.run(
             "PUT", "/user/settings", headers: ["X-User-Key": "u1"],
             body: #"{"updatedAt":"2026-05-18T06:43:04.094+02:00","weightCalibrationFactor":1}"#)
         #expect(out.statusLine == "409 Conflict")
         let current = try #require(out.json?["current"] as? [String: Any])
         #expect(current["updatedAt"] as? String == "20260518T044304.095000Z")
-        #expect(data.contents(of: "user_settings/u1.json") == before)
+        #expect(data.text(of: "user_settings/u1.json") == before)
     }
 
     @Test func ifMatchWithAStaleTagIsA412WithCurrent() throws {
@@ -149,7 +150,7 @@ import Testing
         #expect(deleted.statusLine == "204 No Content")
         #expect(deleted.body.isEmpty)
         #expect(try program.run("DELETE", "/user/settings", headers: ["X-User-Key": "u1"]).status == 404)
-        #expect(data.contents(of: "user_settings/u1.json") == nil)
+        #expect(data.text(of: "user_settings/u1.json") == nil)
     }
 
     @Test func aMissingDataDirectorySettingIsA500ThatSaysSo() throws {

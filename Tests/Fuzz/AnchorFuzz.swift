@@ -1,4 +1,7 @@
-@testable import MockCloudCore
+@testable import MockCloudHTTP
+@testable import MockCloudJSON
+@testable import MockCloudStore
+@testable import MockCloudSystem
 
 // Feed anchors, `<generation>.<epoch>.<seq>`, as a client passes them back.
 //

@@ -1,5 +1,8 @@
 import Glibc
-@testable import MockCloudCore
+@testable import MockCloudHTTP
+@testable import MockCloudJSON
+@testable import MockCloudStore
+@testable import MockCloudSystem
 
 // Requests as nginx + fcgiwrap hand them over: CGI meta-variables plus a body
 // on stdin (a pipe), through `CGIProgram.respond` and the route the path names
@@ -74,10 +77,10 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 if tokens { try accessTokens.authorize(request) }
                 let integrity = signed
                     ? Integrity(keys: signingKeys, requireSigned: requireSigned)
-                    : try Integrity(environment: request.environment)
+                    : try ServiceConfig.integrity(request.environment)
                 if request.path.hasPrefix(InboxRoute.collectionPath) {
                     let route = InboxRoute(
-                        dataRoot: dataRoot, settings: try InboxSettings(environment: request.environment),
+                        dataRoot: dataRoot, settings: try ServiceConfig.inboxSettings(request.environment),
                         integrity: integrity, clock: { clock })
                     return try route.respond(to: request)
                 }
@@ -162,7 +165,7 @@ private func check(_ response: CGIResponse, request index: Int, signingChanged: 
         let line = Array("request \(index): \(response.status) \(response.headers.map { "\($0.name): \($0.value)" }) \(show(response.body))\n".utf8)
         line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
     }
-    require(!CGIResponse.reason(for: response.status).hasPrefix("Status "), "unknown status: \(context)")
+    require(!response.status.reason.hasPrefix("Status "), "unknown status: \(context)")
     for header in response.headers {
         for text in [header.name, header.value] {
             require(!text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "header \(show(text)): \(context)")
@@ -178,7 +181,7 @@ private func check(_ response: CGIResponse, request index: Int, signingChanged: 
         require(false, "the body is not JSON: \(context)")
         return
     }
-    guard response.status >= 400 else { return }
+    guard response.status.code >= 400 else { return }
     guard let message = body.objectValue?["error"]?.stringValue else {
         require(false, "an error without an \"error\" string: \(context)")
         return
@@ -211,7 +214,7 @@ private func checkStored(_ response: CGIResponse, _ environment: [String: String
         return
     }
     if request.path == SettingsRoute.path {
-        let file = try? Sys.readFile("\(dataRoot)/\(SettingsStore.route)/\(key.rawValue).json")
+        let file = try? Sys.readFile("\(dataRoot)/\(SettingsStore.route.name)/\(key.rawValue).json")
         guard let file, let stored = try? JSONParser.parse(file, maxDepth: JSONParser.storedDocumentMaxDepth) else {
             require(false, "no readable settings file after \(context)")
             return
@@ -224,7 +227,7 @@ private func checkStored(_ response: CGIResponse, _ environment: [String: String
     let id = response.status == 201
         ? String(response.header("Location")?.dropFirst(InboxRoute.collectionPath.count + 1) ?? "")
         : String(request.path.dropFirst(InboxRoute.collectionPath.count + 1))
-    let file = try? Sys.readFile("\(dataRoot)/\(InboxStore.route)/\(key.rawValue)/messages/\(id).json")
+    let file = try? Sys.readFile("\(dataRoot)/\(InboxStore.route.name)/\(key.rawValue)/messages/\(id).json")
     require(file == .some(response.body), "the message file \(show(file ?? [])) differs from \(context)")
 }
 

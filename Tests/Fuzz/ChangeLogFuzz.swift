@@ -1,4 +1,7 @@
-@testable import MockCloudCore
+@testable import MockCloudHTTP
+@testable import MockCloudJSON
+@testable import MockCloudStore
+@testable import MockCloudSystem
 
 // The inbox change log's 256-byte text records, as a reader finds them on disk
 // (a crash or a hand edit can leave anything there).

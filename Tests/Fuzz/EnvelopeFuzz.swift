@@ -1,4 +1,7 @@
-@testable import MockCloudCore
+@testable import MockCloudHTTP
+@testable import MockCloudJSON
+@testable import MockCloudStore
+@testable import MockCloudSystem
 
 // Stored inbox messages, `<data>/inbox/<key>/messages/<id>.json`, as a reader
 // finds them (written by us, by an older version, or edited by hand).

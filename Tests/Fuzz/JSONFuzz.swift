@@ -1,4 +1,7 @@
-@testable import MockCloudCore
+@testable import MockCloudHTTP
+@testable import MockCloudJSON
+@testable import MockCloudStore
+@testable import MockCloudSystem
 
 // The strict JSON parser and the Python-compatible printer.
 //

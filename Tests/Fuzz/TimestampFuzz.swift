@@ -1,4 +1,7 @@
-@testable import MockCloudCore
+@testable import MockCloudHTTP
+@testable import MockCloudJSON
+@testable import MockCloudStore
+@testable import MockCloudSystem
 
 // Client time stamps (`updatedAt`) and the server's own format.
 //

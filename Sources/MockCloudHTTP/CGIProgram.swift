@@ -1,0 +1,121 @@
+import Glibc
+import MockCloudSystem
+
+/// The run loop of every CGI program: environment and stdin in, one response
+/// out. `main.swift` calls `serve` and nothing else.
+package enum CGIProgram {
+    /// Seconds a request may take before the program answers 503 and exits.
+    /// fcgiwrap has no time limit of its own, and nginx gives up at 30 s.
+    package static let timeLimitSeconds: UInt32 = 25
+
+    /// Reads the request, calls `handler`, writes its answer and exits.
+    /// - Parameters:
+    ///   - name: the program's name, for lines on stderr.
+    ///   - bodyLimit: the route's largest accepted body, in bytes.
+    package static func serve(
+        name: String, bodyLimit: Int, _ handler: (CGIRequest) throws -> CGIResponse
+    ) -> Never {
+        KeepUntilExit.turnOn()
+        signal(SIGPIPE, SIG_IGN)
+        signal(SIGALRM, { _ in
+            let answer: StaticString = """
+                Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
+                {"error": "request took too long (storage busy); nothing was written, try again"}
+                """
+            if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
+            _exit(1)
+        })
+        // A trap (a Swift runtime check) or a fault still answers in JSON, and
+        // says so in the server log, instead of leaving fcgiwrap a bare 502.
+        for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] {
+            signal(fault, { number in
+                let answer: StaticString = """
+                    Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
+                    {"error": "internal error; see the server log"}
+                    """
+                let line: StaticString = "mockcloud: the program crashed (fatal signal); answered 500\n"
+                if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
+                _ = write(2, line.utf8Start, line.utf8CodeUnitCount)
+                _exit(128 + number)
+            })
+        }
+        alarm(timeLimitSeconds)
+        let environment = CGIEnvironment.process
+        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
+        alarm(0)
+        // A HEAD answer carries GET's headers, Content-Length included, and no body.
+        let bytes = response.serialized(includingBody: HTTPMethod(environment["REQUEST_METHOD"] ?? "GET") != .head)
+        responseStarted = true
+        do {
+            try Sys.writeAll(1, bytes, path: "stdout")
+        } catch {
+            log(name, "could not write the response: \(error)")
+            exit(1)
+        }
+        exit(0)
+    }
+
+    /// Everything `serve` does except the process plumbing, so that it can be
+    /// tested with any environment and any file descriptor as stdin.
+    package static func respond(
+        environment: CGIEnvironment, bodyLimit: Int, stdin: Int32, name: String,
+        _ handler: (CGIRequest) throws -> CGIResponse
+    ) -> CGIResponse {
+        do {
+            let body = try readBody(environment: environment, limit: bodyLimit, from: stdin)
+            // Test hook: the acceptance tests make a real program trap here.
+            if environment["MOCKCLOUD_FAULT"] == "trap" { fatalError("MOCKCLOUD_FAULT=trap") }
+            return try handler(CGIRequest(environment: environment, body: body))
+        } catch let error as any HTTPResponseError {
+            if let detail = error.logDetail { log(name, detail) }
+            return .error(error)
+        } catch {
+            log(name, "unexpected error: \(error)")
+            return .error(ServerError(message: "internal error; see the server log"))
+        }
+    }
+
+    /// Reads exactly `CONTENT_LENGTH` bytes. The whole body is always read,
+    /// even when it is refused: fcgiwrap writes all of stdin first, and a
+    /// program that exits early turns its own 4xx into a 502.
+    static func readBody(environment: CGIEnvironment, limit: Int, from fd: Int32) throws -> [UInt8] {
+        let declared = environment["CONTENT_LENGTH"] ?? ""
+        if declared.isEmpty { return [] }
+        guard declared.utf8.allSatisfy(ASCII.isDigit) else {
+            try drain(fd, upTo: Int.max)
+            throw RequestError.invalidContentLength(declared)
+        }
+        // All digits but past Int: certainly over the limit.
+        let length = Int(declared) ?? Int.max
+        if length > limit {
+            try drain(fd, upTo: length)
+            throw RequestError.bodyTooLarge(limit: limit)
+        }
+        let body = try Sys.readAll(fd, path: "stdin", limit: length)
+        if body.count < length {
+            throw RequestError.bodyShorterThanContentLength(expected: length, received: body.count)
+        }
+        return body
+    }
+
+    /// Reads and discards up to `count` bytes (or to end of file), so that
+    /// the server sees its whole body taken before the answer.
+    private static func drain(_ fd: Int32, upTo count: Int) throws {
+        var remaining = count
+        while remaining > 0 {
+            let chunk = try Sys.readAll(fd, path: "stdin", limit: min(remaining, 1 << 20))
+            if chunk.isEmpty { return }
+            remaining -= chunk.count
+        }
+    }
+
+    /// One line on stderr, which fcgiwrap `-f` hands to nginx's error log.
+    package static func log(_ name: String, _ line: String) {
+        let text = Array("mockcloud \(name): \(line)\n".utf8)
+        try? Sys.writeAll(2, text, path: "stderr")
+    }
+}
+
+/// Set once the response is being written, so that a signal handler never
+/// writes a second one.
+nonisolated(unsafe) private var responseStarted = false

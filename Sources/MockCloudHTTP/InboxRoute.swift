@@ -1,0 +1,148 @@
+import MockCloudJSON
+import MockCloudStore
+import MockCloudSystem
+
+/// `/inbox` and `/inbox/<id>`: idempotent messages by sync id + version and
+/// an anchored change feed (docs/API.md §4).
+package struct InboxRoute: Sendable {
+    /// The largest message body: 256 KiB (the limit itself is accepted).
+    package static let bodyLimit = 256 << 10
+    package static let collectionPath = "/inbox"
+    /// The methods served, in the order `Allow` lists them.
+    static let collectionMethods: [HTTPMethod] = [.get, .head, .post]
+    static let messageMethods: [HTTPMethod] = [.get, .head, .put, .delete]
+    /// Feed page sizes.
+    package static let limits = 1...1000
+    package static let defaultLimit = 100
+
+    let dataRoot: String
+    let settings: InboxSettings
+    let integrity: Integrity
+    let clock: @Sendable () -> Timestamp.Micros
+
+    package init(
+        dataRoot: String, settings: InboxSettings = InboxSettings(), integrity: Integrity = .off,
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
+    ) {
+        self.dataRoot = dataRoot
+        self.settings = settings
+        self.integrity = integrity
+        self.clock = clock
+    }
+
+    /// The route as the program runs it, configured from the environment.
+    package init(config: ServiceConfig) throws {
+        // Read first, so that a throw leaves no half-copied integrity to
+        // destroy (that destroy built Optional metadata at run time).
+        let settings = try config.inboxSettings()
+        self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity)
+    }
+
+    /// Answers one request. The method is checked before the user key (a 405
+    /// names the methods), the user key before the message id.
+    package func respond(to request: CGIRequest) throws -> CGIResponse {
+        let messagePrefix = Self.collectionPath + "/"
+        guard request.path != Self.collectionPath else {
+            switch request.method {
+            case .get, .head: return try feed(request, try store(for: request))
+            case .post: return try post(request, try store(for: request))
+            case .put, .patch, .delete, .other:
+                throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Self.collectionMethods)
+            }
+        }
+        guard request.path.hasPrefix(messagePrefix) else { throw RequestError.notFound }
+        let idText = String(request.path.dropFirst(messagePrefix.count))
+        switch request.method {
+        case .get, .head:
+            let store = try store(for: request)
+            guard let envelope = try store.load(try Self.messageID(idText)), !envelope.isTombstone else {
+                throw InboxError.noMessage
+            }
+            return CGIResponse(status: .ok, body: envelope.bytes)
+        case .put:
+            let store = try store(for: request)
+            return try put(try Self.messageID(idText), request, store)
+        case .delete:
+            let store = try store(for: request)
+            guard try store.delete(try Self.messageID(idText), source: try Self.source(request)) else {
+                throw InboxError.noMessage
+            }
+            return CGIResponse(status: .noContent)
+        case .post, .patch, .other:
+            throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Self.messageMethods)
+        }
+    }
+
+    /// The requesting key's inbox.
+    private func store(for request: CGIRequest) throws -> InboxStore {
+        InboxStore(root: dataRoot, key: try request.userKey(), settings: settings, integrity: integrity, clock: clock)
+    }
+
+    private static func messageID(_ text: String) throws -> MessageID {
+        guard let id = MessageID(text) else { throw InboxRequestError.invalidMessageID }
+        return id
+    }
+
+    private func put(_ id: MessageID, _ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
+        let (version, source, body) = try Self.writeFields(request)
+        switch try store.put(id, version: version, source: source, body: body) {
+        case .created(let envelope): return Self.created(envelope)
+        case .replaced(let envelope), .unchanged(let envelope): return CGIResponse(status: .ok, body: envelope.bytes)
+        }
+    }
+
+    private func post(_ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
+        let (version, source, body) = try Self.writeFields(request)
+        let id = MessageID(Random.uuid())!
+        guard case .created(let envelope) = try store.put(id, version: version, source: source, body: body) else {
+            throw ServerError(message: "a fresh message id was already taken; try again")
+        }
+        return Self.created(envelope)
+    }
+
+    private func feed(_ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
+        guard let query = QueryString(request.query) else { throw InboxRequestError.malformedQuery }
+        var anchor = Anchor.beginning
+        if let text = query["anchor"], !text.isEmpty {
+            guard let parsed = Anchor(text) else { throw InboxError.malformedAnchor }
+            anchor = parsed
+        }
+        var limit = Self.defaultLimit
+        if let text = query["limit"] {
+            guard text.utf8.count <= 4, let value = Int(text), text.utf8.allSatisfy(ASCII.isDigit),
+                Self.limits.contains(value)
+            else { throw InboxRequestError.invalidLimit(text) }
+            limit = value
+        }
+        var excluded: String?
+        if let text = query["exclude-source"] {
+            guard let device = DeviceID(text) else { throw InboxRequestError.invalidExcludeSource }
+            excluded = device.rawValue
+        }
+        return CGIResponse(status: .ok, body: try store.changes(after: anchor, limit: limit, excludingSource: excluded).bytes)
+    }
+
+    private static func created(_ envelope: Envelope) -> CGIResponse {
+        CGIResponse(status: .created, header: "Location", "\(collectionPath)/\(envelope.id.rawValue)", body: envelope.bytes)
+    }
+
+    /// `X-Sync-Version` (default 0), `X-Device-Id` and the body of a write.
+    private static func writeFields(_ request: CGIRequest) throws -> (Int64, String?, JSONValue) {
+        var version: Int64 = 0
+        if let text = request.header("X-Sync-Version") {
+            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy(ASCII.isDigit),
+                let value = Int64(text)
+            else { throw InboxRequestError.invalidSyncVersion(text) }
+            version = value
+        }
+        let source = try source(request)
+        let body = try request.jsonObjectBody(or: RequestError.notAnObject)
+        return (version, source, .object(body))
+    }
+
+    private static func source(_ request: CGIRequest) throws -> String? {
+        guard let text = request.header("X-Device-Id") else { return nil }
+        guard let device = DeviceID(text) else { throw InboxRequestError.invalidDeviceID }
+        return device.rawValue
+    }
+}

@@ -1,0 +1,60 @@
+import MockCloudJSON
+
+/// What is wrong with the request itself, whatever the route.
+package enum RequestError: HTTPResponseError, Equatable {
+    case missingUserKey
+    case invalidUserKey
+    case notFound
+    case methodNotAllowed(method: HTTPMethod, path: String, allowed: [HTTPMethod])
+    case invalidContentLength(String)
+    case bodyShorterThanContentLength(expected: Int, received: Int)
+    case bodyTooLarge(limit: Int)
+    case invalidJSON(JSONError)
+    case notAnObject
+    case unsupportedMediaType(expected: String, received: String)
+
+    package var status: HTTPStatus {
+        switch self {
+        case .missingUserKey, .invalidUserKey, .invalidContentLength, .bodyShorterThanContentLength,
+            .invalidJSON, .notAnObject:
+            return .badRequest
+        case .notFound: return .notFound
+        case .methodNotAllowed: return .methodNotAllowed
+        case .bodyTooLarge: return .contentTooLarge
+        case .unsupportedMediaType: return .unsupportedMediaType
+        }
+    }
+
+    package var message: String {
+        switch self {
+        case .missingUserKey: return "X-User-Key header required"
+        case .invalidUserKey: return "invalid X-User-Key shape"
+        case .notFound: return "not found"
+        case .methodNotAllowed(let method, let path, let allowed):
+            return "method \(method) not allowed on \(path); allowed: \(Self.list(allowed))"
+        case .invalidContentLength(let value):
+            return "invalid Content-Length \(String(reflecting: value)): expected a non-negative integer"
+        case .bodyShorterThanContentLength(let expected, let received):
+            return "request body ended after \(received) of the \(expected) bytes its Content-Length announced"
+        case .bodyTooLarge(let limit):
+            return "request body larger than this route's limit of \(limit) bytes"
+        case .invalidJSON(.tooDeep(let limit)):
+            return "JSON nested deeper than \(limit) levels"
+        case .invalidJSON: return "body is not valid JSON"
+        case .notAnObject: return "body must be a JSON object"
+        case .unsupportedMediaType(let expected, let received):
+            let got = received.isEmpty ? "none" : received
+            return "Content-Type must be \(expected) (got \(got))"
+        }
+    }
+
+    package var extraHeaders: [(String, String)] {
+        if case .methodNotAllowed(_, _, let allowed) = self { return [("Allow", Self.list(allowed))] }
+        return []
+    }
+
+    /// `GET, HEAD, PUT`: the methods as `Allow` lists them.
+    private static func list(_ methods: [HTTPMethod]) -> String {
+        methods.map(\.description).joined(separator: ", ")
+    }
+}

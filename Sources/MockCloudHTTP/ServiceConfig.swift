@@ -1,0 +1,106 @@
+import MockCloudStore
+
+/// Settings that nginx passes to every program as `fastcgi_param`s: the one
+/// place where the environment is read for configuration (the admin tool
+/// reads its defaults through it too). A missing data directory, a bad key or
+/// token file or a bad inbox limit is a 500 that names the problem, for every
+/// request, until it is fixed.
+package struct ServiceConfig: Sendable {
+    /// `MOCKCLOUD_DATA`: the data directory.
+    package let dataRoot: String
+    /// `MOCKCLOUD_HMAC_KEYS` and `MOCKCLOUD_HMAC_REQUIRE`: signing of stored data.
+    package let integrity: Integrity
+    /// `MOCKCLOUD_TOKENS`: bearer tokens every request must carry; `nil` when off.
+    package let access: AccessTokens?
+    /// The environment the settings came from, for the route-specific ones.
+    private let environment: CGIEnvironment
+
+    /// Reads the settings every route needs.
+    package init(environment: CGIEnvironment) throws {
+        dataRoot = try Self.dataRoot(environment)
+        integrity = try Self.integrity(environment)
+        access = try Self.accessTokens(environment)
+        self.environment = environment
+    }
+
+    /// Reads the settings and lets `request` through only with an accepted
+    /// bearer token when tokens are on (401 without one, 403 with a wrong one).
+    package init(authorizing request: CGIRequest) throws {
+        try self.init(environment: request.environment)
+        try access?.authorize(request)
+    }
+
+    /// The inbox's limits (`MOCKCLOUD_INBOX_*`); read by the inbox program only.
+    package func inboxSettings() throws -> InboxSettings {
+        try Self.inboxSettings(environment)
+    }
+
+    // MARK: - Each setting
+
+    /// `MOCKCLOUD_DATA` is required: a program that guessed would write the
+    /// user's data where nobody looks for it.
+    package static func dataRoot(_ environment: CGIEnvironment) throws -> String {
+        guard let root = environment["MOCKCLOUD_DATA"], !root.isEmpty else {
+            throw ServerError(
+                message: "server misconfigured: MOCKCLOUD_DATA is not set",
+                logDetail: "MOCKCLOUD_DATA is not set; add `fastcgi_param MOCKCLOUD_DATA /path/to/data;` to nginx")
+        }
+        return root
+    }
+
+    /// `MOCKCLOUD_HMAC_KEYS`: the key file's path; `nil` when signing is off.
+    package static func signingKeyFile(_ environment: CGIEnvironment) -> String? {
+        guard let path = environment["MOCKCLOUD_HMAC_KEYS"], !path.isEmpty else { return nil }
+        return path
+    }
+
+    /// `MOCKCLOUD_HMAC_REQUIRE=1`: unsigned documents are refused.
+    package static func requiresSigned(_ environment: CGIEnvironment) -> Bool {
+        environment["MOCKCLOUD_HMAC_REQUIRE"] == "1"
+    }
+
+    /// Signing from `MOCKCLOUD_HMAC_KEYS` and `MOCKCLOUD_HMAC_REQUIRE`.
+    package static func integrity(_ environment: CGIEnvironment) throws -> Integrity {
+        let require = requiresSigned(environment)
+        guard let path = signingKeyFile(environment) else {
+            if require {
+                throw ServerError(
+                    message: "server misconfigured: MOCKCLOUD_HMAC_REQUIRE=1 needs MOCKCLOUD_HMAC_KEYS",
+                    logDetail: "MOCKCLOUD_HMAC_REQUIRE=1 is set but MOCKCLOUD_HMAC_KEYS is not")
+            }
+            return .off
+        }
+        return Integrity(keys: try SigningKeys.load(path: path), requireSigned: require)
+    }
+
+    /// `nil` when `MOCKCLOUD_TOKENS` is not set (access is open, as in the
+    /// Python service); a missing, malformed or group/other-readable file
+    /// throws.
+    package static func accessTokens(_ environment: CGIEnvironment) throws -> AccessTokens? {
+        guard let path = environment["MOCKCLOUD_TOKENS"], !path.isEmpty else { return nil }
+        return try AccessTokens.load(path: path)
+    }
+
+    /// `MOCKCLOUD_INBOX_MAX_MESSAGES`, `MOCKCLOUD_INBOX_TOMBSTONE_HORIZON`
+    /// (seconds) and `MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS`; defaults when unset.
+    package static func inboxSettings(_ environment: CGIEnvironment) throws -> InboxSettings {
+        func value(_ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
+            guard let text = environment[name], !text.isEmpty else { return nil }
+            guard let number = Int64(text), range.contains(number) else {
+                throw ServerError(
+                    message: "server misconfigured: \(name) must be an integer from \(range.lowerBound) to \(range.upperBound)",
+                    logDetail: "\(name)=\(text) is not an integer from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return number
+        }
+        var settings = InboxSettings()
+        if let max = try value("MOCKCLOUD_INBOX_MAX_MESSAGES", 1...100_000_000) { settings.maxMessages = Int(max) }
+        if let horizon = try value("MOCKCLOUD_INBOX_TOMBSTONE_HORIZON", 0...100 * 365 * 86400) {
+            settings.tombstoneHorizonSeconds = horizon
+        }
+        if let minimum = try value("MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS", 1...100_000_000) {
+            settings.compactionMinimumRecords = Int(minimum)
+        }
+        return settings
+    }
+}

@@ -1,0 +1,50 @@
+import Glibc
+import MockCloudSystem
+
+/// The stored documents of a data directory, as the admin tool walks them.
+package enum DataDirectory {
+    /// The documents under `root`, in a stable order; temporary files and
+    /// sidecars are skipped.
+    package static func documents(root: String, integrity: Integrity) throws -> [StoredDocument] {
+        var found: [StoredDocument] = []
+        let settings = SettingsStore(root: root, integrity: integrity)
+        for name in try entries(settings.directory) where name.hasSuffix(".json") {
+            guard let key = UserKey(String(name.dropLast(5))) else { continue }
+            found.append(StoredDocument(folder: settings.folder, name: name, place: DocumentPlace(route: SettingsStore.route, key: key)))
+        }
+        for keyName in try entries(Sys.path(root, "/", InboxStore.route.name)) {
+            guard let key = UserKey(keyName) else { continue }
+            let inbox = InboxStore(root: root, key: key, integrity: integrity)
+            for name in try entries(inbox.messagesDirectory) where name.hasSuffix(".json") {
+                guard let id = MessageID(String(name.dropLast(5))) else { continue }
+                found.append(StoredDocument(
+                    folder: inbox.messages, name: name, place: DocumentPlace(route: InboxStore.route, key: key, id: id)))
+            }
+        }
+        return found
+    }
+
+    /// The names in a directory, sorted, without `.`, `..` and temporary files;
+    /// empty when the directory does not exist.
+    static func entries(_ directory: String) throws -> [String] {
+        guard let handle = directory.withCString({ opendir($0) }) else {
+            if errno == ENOENT || errno == ENOTDIR { return [] }
+            throw SystemError("opendir", path: directory, errno: errno)
+        }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." || name.hasPrefix(AtomicFile.temporaryPrefix) { continue }
+            names.append(name)
+        }
+        return names.sorted()
+    }
+
+    /// Runs `body` under the lock that writers of `document` take.
+    package static func withWriterLock<T>(root: String, _ document: StoredDocument, _ body: () throws -> T) throws -> T {
+        try KeyLock.withLock(root: root, route: document.place.route, key: document.place.key, body)
+    }
+}

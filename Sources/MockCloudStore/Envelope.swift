@@ -1,0 +1,92 @@
+import MockCloudJSON
+import MockCloudSystem
+
+/// A message as stored in `<data>/inbox/<key>/messages/<id>.json`: the
+/// envelope of a live message, or the tombstone a deletion leaves.
+package struct Envelope: Sendable, Equatable {
+    package var id: MessageID
+    package var version: Int64
+    package var seq: Int64
+    /// The `X-Device-Id` that wrote it, if any.
+    package var source: String?
+    package var serverReceivedAt: String
+    /// The client's JSON object, kept intact; `nil` for a tombstone.
+    package var body: JSONValue?
+    /// The bytes it was read from, when it was read from disk: the feed
+    /// sends them as they are instead of printing the envelope again.
+    var stored: [UInt8]?
+
+    package static func == (a: Envelope, b: Envelope) -> Bool {
+        (a.id, a.version, a.seq, a.source, a.serverReceivedAt, a.body)
+            == (b.id, b.version, b.seq, b.source, b.serverReceivedAt, b.body)
+    }
+
+    package var isTombstone: Bool { body == nil }
+
+    /// `{"id", "version", "seq", "source", "serverReceivedAt", "body"}`, or for
+    /// a tombstone `{"id", "version", "seq", "source", "serverReceivedAt", "deleted": true}`.
+    package var json: JSONValue {
+        var object = JSONObject()
+        object["id"] = .string(id.rawValue)
+        object["version"] = .number(String(version))
+        object["seq"] = .number(String(seq))
+        object["source"] = source.map(JSONValue.string) ?? .null
+        object["serverReceivedAt"] = .string(serverReceivedAt)
+        if let body { object["body"] = body } else { object["deleted"] = .bool(true) }
+        return .object(object)
+    }
+
+    /// The `{"id", "seq"}` entry a deletion makes in the feed.
+    package var deletionJSON: JSONValue {
+        .object(JSONObject([JSONMember("id", .string(id.rawValue)), JSONMember("seq", .number(String(seq)))]))
+    }
+
+    /// The bytes stored on disk.
+    package var bytes: [UInt8] { stored ?? JSONPrinter.compact(json) }
+
+    package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: JSONValue?) {
+        self.id = id
+        self.version = version
+        self.seq = seq
+        self.source = source
+        self.serverReceivedAt = serverReceivedAt
+        self.body = body
+    }
+
+    /// Reads a stored envelope; `nil` when the bytes are not one. The feed
+    /// splices these bytes into its answer, so they must be one JSON object
+    /// and nothing else (no byte order mark).
+    package init?(bytes: [UInt8]) {
+        guard !bytes.starts(with: [0xEF, 0xBB, 0xBF]),
+            case .object(let object)? = try? JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth)
+        else { return nil }
+        // One pass over the members (their keys are unique), not a lookup per
+        // field: each lookup is a call into MockCloudJSON, and a feed page
+        // reads ten envelopes. No key other than these ASCII names is `==`
+        // to one of them (no character decomposes to these letters).
+        var id: MessageID?, version: Int64?, seq: Int64?, received: String?, source: String?
+        var body: JSONValue?
+        var deleted = false
+        for member in object.members {
+            switch member.key {
+            case "id": if case .string(let text) = member.value { id = MessageID(text) }
+            case "version": if case .number(let text) = member.value { version = Int64(text) }
+            case "seq": if case .number(let text) = member.value { seq = Int64(text) }
+            case "serverReceivedAt": if case .string(let text) = member.value { received = text }
+            case "source": if case .string(let text) = member.value { source = text }
+            case "body": body = member.value
+            case "deleted": deleted = member.value == .bool(true)
+            default: continue
+            }
+        }
+        guard let id, let version, let seq, let received else { return nil }
+        // A live message has an object body; a tombstone has none.
+        if deleted {
+            guard body == nil else { return nil }
+        } else {
+            guard case .object? = body else { return nil }
+        }
+        self.init(id: id, version: version, seq: seq, source: source, serverReceivedAt: received, body: body)
+        stored = bytes
+    }
+}

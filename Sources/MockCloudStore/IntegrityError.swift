@@ -1,0 +1,18 @@
+/// A stored document that must not be served: its MAC does not verify, or
+/// it is unsigned while signatures are required.
+package struct IntegrityError: Error, Equatable {
+    /// The file, for the server log.
+    package let file: String
+    /// Why, for the server log.
+    package let reason: String
+
+    package init(file: String, reason: String) {
+        self.file = file
+        self.reason = reason
+    }
+
+    /// The sentence for the client: no detail of the file.
+    package var message: String { "stored data failed its integrity check" }
+    /// The file and the reason, for the server log.
+    package var logDetail: String? { "integrity check failed for \(file): \(reason)" }
+}

@@ -1,0 +1,28 @@
+/// Why a private file (the HMAC key file, the token file) cannot be used.
+/// Every request then fails with a 500 that names the problem; no message
+/// ever contains a secret.
+package enum KeyFileError: Error, Equatable {
+    case unreadable(path: String, reason: String, file: PrivateFile.Kind = .hmacKeys)
+    case tooOpen(path: String, mode: UInt32, file: PrivateFile.Kind = .hmacKeys)
+    case malformed(path: String, line: Int, reason: String, file: PrivateFile.Kind = .hmacKeys)
+    case noKeys(path: String)
+
+    /// The sentence for the client and the server log alike: it names the
+    /// file and what to do, never a secret.
+    package var message: String {
+        switch self {
+        case .unreadable(let path, let reason, let file): return "\(file) \(path) cannot be read: \(reason)"
+        case .tooOpen(let path, let mode, let file):
+            return "\(file) \(path) is readable by group or others (mode \(Self.octal(mode))); run chmod 600 \(path)"
+        case .malformed(let path, let line, let reason, let file): return "\(file) \(path), line \(line): \(reason)"
+        case .noKeys(let path): return "\(PrivateFile.Kind.hmacKeys) \(path) holds no key"
+        }
+    }
+
+    package var logDetail: String? { message }
+
+    static func octal(_ mode: UInt32) -> String {
+        let digits = String(mode & 0o7777, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}

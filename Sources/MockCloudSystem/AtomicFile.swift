@@ -1,0 +1,76 @@
+import Glibc
+
+/// Whole-file writes that a crash cannot tear: a unique temporary file in the
+/// same directory (`O_EXCL`), fsync, rename over the target, fsync the directory.
+package enum AtomicFile {
+    /// Replaces `name` in `directory` with `bytes`, creating the directory
+    /// (0700) when it is missing. Throws `StorageError` and leaves the old file.
+    package static func write(_ bytes: [UInt8], to name: String, in directory: String) throws {
+        do {
+            try Sys.makeDirectories(directory)
+            let target = Sys.path(directory, "/", name)
+            let (temporary, fd) = try createTemporary(for: name, in: directory)
+            do {
+                try Sys.closing(fd) { fd in
+                    try Sys.writeAll(fd, bytes, path: temporary)
+                    try Sys.fsync(fd, path: temporary)
+                }
+                try Sys.rename(temporary, target)
+            } catch {
+                _ = try? Sys.unlink(temporary)
+                throw error
+            }
+        } catch let error as SystemError {
+            throw StorageError(error, .writing)
+        }
+        try syncAfterCommit(directory)
+    }
+
+    /// fsyncs the directory of a change that is already in place.
+    private static func syncAfterCommit(_ directory: String) throws {
+        do {
+            try Sys.syncDirectory(directory)
+        } catch let error as SystemError {
+            throw StorageError(error, .syncingAfterCommit)
+        }
+    }
+
+    /// Removes `name` from `directory` (durably: the directory is synced);
+    /// false when it was not there.
+    package static func remove(_ name: String, in directory: String, durably: Bool = true) throws -> Bool {
+        do {
+            guard try Sys.unlink(Sys.path(directory, "/", name)) else { return false }
+        } catch let error as SystemError {
+            throw StorageError(error, .writing)
+        }
+        if durably { try syncAfterCommit(directory) }
+        return true
+    }
+
+    /// Reads `name` from `directory`; `nil` when it does not exist.
+    package static func read(_ name: String, in directory: String) throws -> [UInt8]? {
+        do {
+            return try Sys.readFile(Sys.path(directory, "/", name))
+        } catch let error as SystemError {
+            throw StorageError(error, .reading)
+        }
+    }
+
+    /// The prefix of every temporary file: `~` is in no user key and no
+    /// message id, so a temporary file is never taken for a document.
+    package static let temporaryPrefix = ".~"
+
+    /// `.~<name>`, created with `O_EXCL`. Every write holds its key's lock, so
+    /// a file already there is a leftover of a writer that was killed: it is
+    /// removed and the name reused, and no crash leaves more than one behind
+    /// per document.
+    private static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
+        let path = Sys.path(directory, "/", temporaryPrefix, name)
+        do {
+            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+        } catch let error as SystemError where error.errno == EEXIST {
+            try Sys.unlink(path)
+            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+        }
+    }
+}

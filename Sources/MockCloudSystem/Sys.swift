@@ -1,0 +1,212 @@
+import Glibc
+
+/// Thin wrappers over the system calls the stores use: each retries `EINTR`,
+/// loops over partial reads and writes, and throws a `SystemError` with errno.
+package enum Sys {
+    /// Runs `body` until it stops failing with `EINTR`; a `-1` result throws.
+    @inline(__always)
+    static func retrying<T: FixedWidthInteger>(
+        _ call: String, _ path: String, _ body: () -> T
+    ) throws -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = Glibc.errno
+            if code != EINTR { throw SystemError(call, path: path, errno: code) }
+        }
+    }
+
+    /// A path, or a file name, from up to six pieces, in one string of
+    /// exactly their size. `a + "/" + b` grows a string twice and can leave
+    /// it twice the room it needs, and a native string with room for 64 bytes
+    /// or more has a slot for UTF-16 breadcrumbs: the first release of such a
+    /// string costs a process about 35k instructions of run-time type lookup
+    /// (Benchmarks/README.md, "Where the time goes"). A CGI process keeps its
+    /// long paths until it exits instead (`KeepUntilExit`). The pieces are
+    /// arguments, not an array: freeing an array of strings runs generic code.
+    package static func path(
+        _ a: String, _ b: String, _ c: String = "", _ d: String = "", _ e: String = "", _ f: String = ""
+    ) -> String {
+        let count = a.utf8.count + b.utf8.count + c.utf8.count + d.utf8.count + e.utf8.count + f.utf8.count
+        let path = String(unsafeUninitializedCapacity: count) { buffer in
+            var end = 0
+            func copy(_ part: String) {
+                var part = part
+                part.withUTF8 { utf8 in
+                    guard let source = utf8.baseAddress, let target = buffer.baseAddress else { return }
+                    (target + end).initialize(from: source, count: utf8.count)
+                    end += utf8.count
+                }
+            }
+            copy(a)
+            copy(b)
+            copy(c)
+            copy(d)
+            copy(e)
+            copy(f)
+            return end
+        }
+        return KeepUntilExit.keep(path)
+    }
+
+    // Paths reach C through `withCString`, which hands over a native
+    // string's own bytes; passing a String where C wants a pointer copies
+    // it into a new array every time.
+
+    /// `open(2)` with `O_CLOEXEC`.
+    package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
+        try path.withCString { cPath in try retrying("open", path) { Glibc.open(cPath, flags | O_CLOEXEC, mode) } }
+    }
+
+    /// `close(2)`; errors are ignored because the descriptor is gone either way.
+    package static func close(_ fd: Int32) {
+        _ = Glibc.close(fd)
+    }
+
+    /// Runs `body` with `fd` and closes it on every path.
+    package static func closing<T>(_ fd: Int32, _ body: (Int32) throws -> T) rethrows -> T {
+        defer { close(fd) }
+        return try body(fd)
+    }
+
+    /// Reads until end of file, or until `limit` bytes when given. The buffer
+    /// is sized from the file's size (or the limit), not zero-filled.
+    package static func readAll(_ fd: Int32, path: String = "", limit: Int = Int.max) throws -> [UInt8] {
+        var chunk = min(limit, 65536)
+        var info = stat()
+        if Glibc.fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            chunk = min(limit, Int(info.st_size) + 1)
+        }
+        chunk = max(chunk, 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 1)
+        defer { buffer.deallocate() }
+        var out: [UInt8] = []
+        out.reserveCapacity(min(chunk, limit))
+        while out.count < limit {
+            let want = min(chunk, limit - out.count)
+            let got = try retrying("read", path) { Glibc.read(fd, buffer.baseAddress!, want) }
+            if got == 0 { break }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+        }
+        return out
+    }
+
+    /// Writes every byte, looping over partial writes.
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String = "") throws {
+        try bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                offset += try retrying("write", path) { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
+            }
+        }
+    }
+
+    /// `pread(2)` of up to `count` bytes at `offset`; fewer at end of file.
+    package static func read(_ fd: Int32, count: Int, at offset: Int, path: String = "") throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var got = 0
+        while got < count {
+            let n = try out.withUnsafeMutableBytes { raw in
+                try retrying("pread", path) { Glibc.pread(fd, raw.baseAddress! + got, count - got, off_t(offset + got)) }
+            }
+            if n == 0 { break }
+            got += n
+        }
+        out.removeLast(count - got)
+        return out
+    }
+
+    /// `pwrite(2)` of every byte at `offset`.
+    package static func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String = "") throws {
+        try bytes.withUnsafeBytes { raw in
+            var done = 0
+            while done < raw.count {
+                done += try retrying("pwrite", path) {
+                    Glibc.pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + done))
+                }
+            }
+        }
+    }
+
+    /// `ftruncate(2)`.
+    package static func truncate(_ fd: Int32, to size: Int, path: String = "") throws {
+        _ = try retrying("ftruncate", path) { Glibc.ftruncate(fd, off_t(size)) }
+    }
+
+    /// `fdatasync(2)`: the data and the size, without the other metadata.
+    package static func fdatasync(_ fd: Int32, path: String = "") throws {
+        _ = try retrying("fdatasync", path) { Glibc.fdatasync(fd) }
+    }
+
+    /// The size of an open file.
+    package static func size(_ fd: Int32, path: String = "") throws -> Int {
+        var st = stat()
+        _ = try retrying("fstat", path) { Glibc.fstat(fd, &st) }
+        return Int(st.st_size)
+    }
+
+    /// `fsync(2)`.
+    package static func fsync(_ fd: Int32, path: String = "") throws {
+        _ = try retrying("fsync", path) { Glibc.fsync(fd) }
+    }
+
+    /// `rename(2)`.
+    package static func rename(_ from: String, _ to: String) throws {
+        _ = try from.withCString { cFrom in
+            try to.withCString { cTo in try retrying("rename", to) { Glibc.rename(cFrom, cTo) } }
+        }
+    }
+
+    /// `unlink(2)`; returns false when the file was not there.
+    @discardableResult
+    package static func unlink(_ path: String) throws -> Bool {
+        do {
+            _ = try path.withCString { cPath in try retrying("unlink", path) { Glibc.unlink(cPath) } }
+            return true
+        } catch let error as SystemError where error.errno == ENOENT {
+            return false
+        }
+    }
+
+    /// `flock(2)`: waits until this process holds the lock, shared or exclusive.
+    package static func lock(_ fd: Int32, shared: Bool, path: String = "") throws {
+        _ = try retrying("flock", path) { systemFlock(fd, shared ? LOCK_SH : LOCK_EX) }
+    }
+
+    /// Creates `path` and its missing parents with `mode`; existing ones are fine.
+    package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
+        if path.withCString({ Glibc.mkdir($0, mode) }) == 0 { return }
+        let code = Glibc.errno
+        if code == EEXIST { return }
+        if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
+            try makeDirectories(KeepUntilExit.keep(String(path[..<slash])), mode: mode)
+            if path.withCString({ Glibc.mkdir($0, mode) }) == 0 || Glibc.errno == EEXIST { return }
+            throw SystemError("mkdir", path: path, errno: Glibc.errno)
+        }
+        throw SystemError("mkdir", path: path, errno: code)
+    }
+
+    /// Reads a whole file; `nil` when it does not exist.
+    package static func readFile(_ path: String) throws -> [UInt8]? {
+        let fd: Int32
+        do {
+            fd = try open(path, O_RDONLY)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return nil
+        }
+        defer { close(fd) }
+        return try readAll(fd, path: path)
+    }
+
+    /// fsyncs a directory so that a rename or unlink in it survives power loss.
+    package static func syncDirectory(_ path: String) throws {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        try fsync(fd, path: path)
+    }
+}
+
+/// `flock(2)`: Glibc's module also has `struct flock`, which hides the function
+/// from Swift, so it is bound here by its C symbol.
+@_silgen_name("flock")
+private func systemFlock(_ fd: Int32, _ operation: Int32) -> Int32

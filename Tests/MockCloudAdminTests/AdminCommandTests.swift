@@ -1,0 +1,82 @@
+import Foundation
+import MockCloudAdmin
+import MockCloudHTTP
+import MockCloudStore
+import MockCloudTestSupport
+import Testing
+
+/// What `mockcloud-admin` finds in a data directory, how it signs and
+/// rotates, and the tokens it makes.
+@Suite struct AdminCommandTests {
+    @Test func verifyFindsEveryTamperedFileAmongManyAndExitsOne() throws {
+        let dir = try TemporaryDirectory()
+        let keys = dir.path + "/keys"
+        try writeKeys(keys, "k1:\(SigningFixture.hexSecret)\n")
+        let integrity = try ServiceConfig.integrity(["MOCKCLOUD_HMAC_KEYS": keys])
+        let data = dir.path + "/data"
+        let settings = SettingsRoute(dataRoot: data, integrity: integrity, clock: { 0 })
+        let inbox = InboxRoute(dataRoot: data, integrity: integrity, clock: { 0 })
+        for i in 0..<300 {
+            _ = try settings.respond(to: CGIRequest(method: "PUT", path: "/user/settings", headers: ["X-User-Key": "u\(i)"], body: SigningFixture.bytes("{\"i\": \(i)}")))
+            _ = try inbox.respond(to: CGIRequest(method: "PUT", path: "/inbox/m\(i % 7)", headers: ["X-User-Key": "u\(i % 3)", "X-Sync-Version": "\(i)"], body: SigningFixture.bytes("{}")))
+        }
+        let clean = AdminCommand.run(["verify", data], environment: ["MOCKCLOUD_HMAC_KEYS": keys])
+        #expect(clean.status == 0)
+        #expect(clean.output == ["checked 321 documents: 321 signed, 0 unsigned, 0 bad"])
+
+        let tampered = ["\(data)/user_settings/u17.json", "\(data)/user_settings/u250.json", "\(data)/inbox/u1/messages/m3.json"]
+        for file in tampered {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            try Data((text + " ").utf8).write(to: URL(fileURLWithPath: file))
+        }
+        let result = AdminCommand.run(["verify", data], environment: ["MOCKCLOUD_HMAC_KEYS": keys])
+        #expect(result.status == 1)
+        #expect(result.errors.count == 3)
+        for file in tampered { #expect(result.errors.contains { $0.hasPrefix("BAD \(file): ") }) }
+    }
+
+    @Test func signSignsLegacyFilesAndRotateMovesEverythingToTheNewKey() throws {
+        let dir = try TemporaryDirectory()
+        let data = dir.path + "/data"
+        _ = try SettingsRoute(dataRoot: data, clock: { 0 })
+            .respond(to: CGIRequest(method: "PUT", path: "/user/settings", headers: ["X-User-Key": "legacy"], body: SigningFixture.bytes("{}")))
+        let keys = dir.path + "/keys"
+        try writeKeys(keys, "k1:\(SigningFixture.hexSecret)\n")
+        #expect(AdminCommand.run(["verify", "--require", "--keys", keys, data], environment: [:]).status == 1)
+        let signed = AdminCommand.run(["sign", "--keys", keys, data], environment: [:])
+        #expect(signed.output == ["signed 1 documents with key k1; 0 already were; 0 bad"])
+        #expect(AdminCommand.run(["verify", "--require", "--keys", keys, data], environment: [:]).status == 0)
+
+        try writeKeys(keys, "k2:\(SigningFixture.base64Secret)\nk1:\(SigningFixture.hexSecret)\n")
+        let rotated = AdminCommand.run(["rotate", "--keys", keys, data], environment: [:])
+        #expect(rotated.output == ["re-signed 1 documents with key k2; 0 already were; 0 bad"])
+        try writeKeys(keys, "k2:\(SigningFixture.base64Secret)\n")
+        #expect(AdminCommand.run(["verify", "--keys", keys, data], environment: [:]).status == 0)
+    }
+
+    @Test func theAdminToolExplainsItsUsage() {
+        let result = AdminCommand.run(["frobnicate"], environment: [:])
+        #expect(result.status == 2)
+        #expect(result.errors.first?.hasPrefix("usage: mockcloud-admin") == true)
+        #expect(AdminCommand.run(["verify", "/tmp"], environment: [:]).errors
+                == ["mockcloud-admin: no keys: set MOCKCLOUD_HMAC_KEYS or pass --keys FILE"])
+    }
+
+    @Test func adminTokenPrintsTheTokenOnceAndStoresOnlyItsHash() throws {
+        let dir = try TemporaryDirectory()
+        let file = dir.path + "/tokens"
+        let first = AdminCommand.run(["token", file, "phone"], environment: [:])
+        let second = AdminCommand.run(["token", file], environment: [:])
+        #expect(first.status == 0 && second.status == 0)
+        let tokens = [first.output[0], second.output[0]]
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        for token in tokens { #expect(!text.contains(token)) }
+        #expect(text.split(separator: "\n").count == 2)
+        let attributes = try FileManager.default.attributesOfItem(atPath: file)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let stored = try AccessTokens.parse(Array(text.utf8), path: file)
+        for token in tokens { #expect(stored.accepts(token: token)) }
+        #expect(!stored.accepts(token: "mct_nope"))
+        #expect(AdminCommand.run(["token", file, "bad label"], environment: [:]).status == 2)
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Glibc
+import MockCloudHTTP
+import MockCloudJSON
+import MockCloudStore
+import MockCloudSystem
+import MockCloudTestSupport
+import Testing
+
+/// A `SettingsRoute` over a fresh data directory with a fixed clock; requests
+/// are answered as the CGI edge answers them (errors become JSON answers).
+struct SettingsServer {
+    /// 2026-05-18T04:43:04.134233Z, the clock every write sees.
+    static let now: Timestamp.Micros = 1_779_079_384_134_233
+    static let stamp = "20260518T044304.134233Z"
+    static let notFoundBody = #"{"error": "no settings stored for this user"}"#
+
+    let data: TemporaryDirectory
+    let route: SettingsRoute
+
+    init() throws {
+        data = try TemporaryDirectory()
+        route = SettingsRoute(dataRoot: data.path, clock: { SettingsServer.now })
+    }
+
+    @discardableResult
+    func send(
+        _ method: String, _ body: String = "", key: String? = "u1", headers: [String: String] = [:],
+        contentType: String = "", path: String = SettingsRoute.path
+    ) -> CGIResponse {
+        send(method, bytes: Array(body.utf8), key: key, headers: headers, contentType: contentType, path: path)
+    }
+
+    func send(
+        _ method: String, bytes: [UInt8], key: String? = "u1", headers: [String: String] = [:],
+        contentType: String = "", path: String = SettingsRoute.path
+    ) -> CGIResponse {
+        var all = headers
+        if let key { all["X-User-Key"] = key }
+        let request = CGIRequest(method: method, path: path, headers: all, contentType: contentType, body: bytes)
+        return answer { try route.respond(to: request) }
+    }
+
+    /// `PATCH` with the merge-patch content type.
+    @discardableResult
+    func patch(_ body: String, headers: [String: String] = [:]) -> CGIResponse {
+        send("PATCH", body, headers: headers, contentType: "application/merge-patch+json")
+    }
+
+    /// The stored file of `u1`, as text and as bytes.
+    var file: String? { data.text(of: "user_settings/u1.json") }
+    var fileBytes: [UInt8]? { data.bytes(of: "user_settings/u1.json") }
+    /// The strong tag of the stored file.
+    var etag: String? { fileBytes.map(EntityTag.of) }
+
+    /// Writes `u1`'s file as the Python mock cloud (or a person) would.
+    func storeByHand(_ text: String) throws {
+        try data.write(text, to: "user_settings/u1.json")
+    }
+}
