@@ -42,17 +42,33 @@ package struct DocumentFolder: Sendable {
     /// place, then the sidecar keeps the new MAC alone; a crash at any point
     /// leaves a pair that verifies. Unsigned: a stale sidecar is removed first.
     package func write(_ bytes: [UInt8], to name: String, at place: DocumentPlace, replacing previous: [UInt8]?) throws {
-        let sidecarName = Sys.path(name, Self.sidecarSuffix)
-        guard let sidecar = integrity.sidecar(for: bytes, at: place, alsoValid: previous.map { [$0] } ?? []) else {
-            _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
-            try AtomicFile.write(bytes, to: name, in: directory)
-            return
+        try write([DocumentWrite(name: name, bytes: bytes, place: place, previous: previous)])
+    }
+
+    /// Replaces many documents as `write` replaces one, with one sync of the
+    /// new files, one of the sidecars that keep the new MAC alone, and one
+    /// directory fsync after each.
+    package func write(_ documents: [DocumentWrite]) throws {
+        var batch = AtomicBatch(directory: directory)
+        var finals: [(name: String, sidecar: [UInt8])] = []
+        for document in documents {
+            let sidecarName = Sys.path(document.name, Self.sidecarSuffix)
+            let alsoValid = document.previous.map { [$0] } ?? []
+            if let sidecar = integrity.sidecar(for: document.bytes, at: document.place, alsoValid: alsoValid) {
+                try batch.stage(sidecar, as: sidecarName)
+                if document.previous != nil, let final = integrity.sidecar(for: document.bytes, at: document.place) {
+                    finals.append((sidecarName, final))
+                }
+            } else {
+                _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
+            }
+            try batch.stage(document.bytes, as: document.name)
         }
-        try AtomicFile.write(sidecar, to: sidecarName, in: directory)
-        try AtomicFile.write(bytes, to: name, in: directory)
-        if previous != nil, let final = integrity.sidecar(for: bytes, at: place) {
-            try AtomicFile.write(final, to: sidecarName, in: directory)
-        }
+        try batch.commit()
+        guard !finals.isEmpty else { return }
+        var last = AtomicBatch(directory: directory)
+        for (name, sidecar) in finals { try last.stage(sidecar, as: name) }
+        try last.commit()
     }
 
     /// Removes a document and then its sidecar; false when there was no document.
@@ -60,5 +76,21 @@ package struct DocumentFolder: Sendable {
         let removed = try AtomicFile.remove(name, in: directory)
         _ = try AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: removed)
         return removed
+    }
+}
+
+/// One document of `DocumentFolder.write(_:)`: its new bytes, where they
+/// belong (for the MAC), and the bytes it replaces (`nil` when new).
+package struct DocumentWrite {
+    package var name: String
+    package var bytes: [UInt8]
+    package var place: DocumentPlace
+    package var previous: [UInt8]?
+
+    package init(name: String, bytes: [UInt8], place: DocumentPlace, previous: [UInt8]?) {
+        self.name = name
+        self.bytes = bytes
+        self.place = place
+        self.previous = previous
     }
 }

@@ -54,23 +54,10 @@ package struct InboxStore: Sendable {
 
     /// Stores `body` under `id` with the sync version rules of HealthKit.
     package func put(_ id: MessageID, version: Int64, source: String?, body: JSONValue) throws -> PutOutcome {
-        try changing { log in
-            let current = try load(id)
-            if let current, !current.isTombstone {
-                if version < current.version { throw InboxError.lowerVersion(incoming: version, current: current) }
-                if version == current.version, current.body.map(JSONPrinter.compact) == JSONPrinter.compact(body) {
-                    return .unchanged(current)
-                }
-            }
-            let isNew = current?.isTombstone ?? true
-            let live = try liveCount(log) + (isNew ? 1 : 0)
-            if isNew && live > settings.maxMessages { throw InboxError.inboxFull(limit: settings.maxMessages) }
-            var envelope = Envelope(
-                id: id, version: version, seq: try log.lastSeq() + 1, source: source,
-                serverReceivedAt: Timestamp.format(clock()), body: body)
-            envelope.stored = envelope.bytes  // printed once, for the file and the answer
-            try commit(envelope, replacing: current, live: live, log: &log)
-            return isNew ? .created(envelope) : .replaced(envelope)
+        switch try apply([.put(id, version: version, body: body)], source: source)[0] {
+        case .written(let outcome): return outcome
+        case .deleted: preconditionFailure("a put answered as a deletion")
+        case .refused(let error): throw error
         }
     }
 
@@ -78,21 +65,122 @@ package struct InboxStore: Sendable {
     package func delete(_ id: MessageID, source: String?) throws -> Bool {
         // Nothing to delete: answer without creating an inbox on disk.
         guard let seen = try load(id), !seen.isTombstone else { return false }
-        return try changing { log in
-            guard let current = try load(id), !current.isTombstone else { return false }
-            let tombstone = Envelope(
-                id: id, version: current.version, seq: try log.lastSeq() + 1, source: source,
-                serverReceivedAt: Timestamp.format(clock()), body: nil)
-            try commit(tombstone, replacing: current, live: try liveCount(log) - 1, log: &log)
-            return true
+        if case .deleted = try apply([.delete(id)], source: source)[0] { return true }
+        return false
+    }
+
+    /// One change of `apply`: a PUT or a DELETE of one message.
+    package enum Change: Sendable {
+        case put(MessageID, version: Int64, body: JSONValue)
+        case delete(MessageID)
+
+        package var id: MessageID {
+            switch self {
+            case .put(let id, _, _), .delete(let id): return id
+            }
         }
     }
 
-    /// The changes after `anchor`, oldest first, each id once in its latest state.
-    package func changes(after anchor: Anchor, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
+    /// How one change of `apply` ended.
+    package enum ChangeOutcome {
+        case written(PutOutcome)
+        /// The tombstone a deletion left.
+        case deleted(Envelope)
+        /// Nothing written for this change: no message to delete, a lower
+        /// version, a full inbox.
+        case refused(InboxError)
+    }
+
+    /// Applies `changes` in order, each as its own PUT or DELETE would
+    /// (a later change of the same id sees the earlier one), under one lock:
+    /// one append of all their log records (one fdatasync), then every
+    /// message file that changed, written once in its final state and synced
+    /// together. A crash leaves each message old or new, never torn; readers,
+    /// who share the lock, see none of the changes or all of them.
+    /// `PUT`, `DELETE` and `POST /inbox:bulk` all come here.
+    package func apply(_ changes: [Change], source: String?) throws -> [ChangeOutcome] {
+        // Only deletions, and no inbox: answer without creating one on disk.
+        if changes.allSatisfy({ if case .delete = $0 { true } else { false } }),
+            (try ChangeLog.openForReading(logPath)).map({ $0.close() }) == nil
+        {
+            return changes.map { _ in .refused(.noMessage) }
+        }
+        return try changing { log in
+            var states: [MessageID: Envelope?] = [:]  // after the changes so far
+            var stored: [MessageID: Envelope?] = [:]  // on disk before this request
+            var order: [MessageID] = []  // ids changed, first change first
+            var ordered: Set<MessageID> = []
+            var records: [ChangeRecord] = []
+            var outcomes: [ChangeOutcome] = []
+            var live = try liveCount(log)
+            var seq = try log.lastSeq()
+            let receivedAt = Timestamp.format(clock())
+            for change in changes {
+                let id = change.id
+                let current: Envelope?
+                if let state = states[id] {
+                    current = state
+                } else {
+                    current = try load(id)
+                    stored[id] = .some(current)
+                    states[id] = .some(current)
+                }
+                var outcome = decide(change, current: current, live: live)
+                guard var envelope = outcome.written else {
+                    outcomes.append(outcome)
+                    continue
+                }
+                seq += 1
+                envelope.seq = seq
+                envelope.source = source
+                envelope.serverReceivedAt = receivedAt
+                envelope.stored = envelope.bytes  // printed once, for the file and the answer
+                outcome.written = envelope
+                outcomes.append(outcome)
+                if envelope.isTombstone { live -= 1 } else if current?.isTombstone ?? true { live += 1 }
+                records.append(ChangeRecord(seq: seq, deleted: envelope.isTombstone, live: live, id: id))
+                if ordered.insert(id).inserted { order.append(id) }
+                states[id] = .some(envelope)
+            }
+            let documents = order.map { id in
+                DocumentWrite(name: fileName(id), bytes: states[id]!!.bytes, place: place(id),
+                              previous: stored[id]!?.bytes)
+            }
+            try commit(records, documents, log: &log)
+            return outcomes
+        }
+    }
+
+    /// What one change does to `current`, as its own request would decide:
+    /// the new state to write (its seq, source and time set by `apply`), or why not.
+    private func decide(_ change: Change, current: Envelope?, live: Int) -> ChangeOutcome {
+        let isLive = current.map { !$0.isTombstone } ?? false
+        switch change {
+        case .delete(let id):
+            guard let current, isLive else { return .refused(.noMessage) }
+            return .deleted(Envelope(id: id, version: current.version, seq: 0, source: nil,
+                                     serverReceivedAt: "", body: nil))
+        case .put(let id, let version, let body):
+            if let current, isLive {
+                if version < current.version { return .refused(.lowerVersion(incoming: version, current: current)) }
+                if version == current.version, current.body.map(JSONPrinter.compact) == JSONPrinter.compact(body) {
+                    return .written(.unchanged(current))
+                }
+            }
+            if !isLive && live + 1 > settings.maxMessages { return .refused(.inboxFull(limit: settings.maxMessages)) }
+            let envelope = Envelope(id: id, version: version, seq: 0, source: nil, serverReceivedAt: "", body: body)
+            return .written(isLive ? .replaced(envelope) : .created(envelope))
+        }
+    }
+
+    /// The changes after `anchor` (`nil`: from the beginning), oldest first,
+    /// each id once in its latest state.
+    package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
         try KeyLock.withLock(root: root, route: Self.route, key: key, shared: true) {
             guard let log = try ChangeLog.openForReading(logPath) else {
-                if anchor.seq != 0 { throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored") }
+                if let anchor, anchor != .beginning {
+                    throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
+                }
                 return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
             }
             defer { log.close() }
@@ -100,10 +188,14 @@ package struct InboxStore: Sendable {
         }
     }
 
-    private func page(_ log: ChangeLog, after anchor: Anchor, limit: Int, excluding excluded: String?) throws -> FeedPage {
+    private func page(_ log: ChangeLog, after given: Anchor?, limit: Int, excluding excluded: String?) throws -> FeedPage {
         let header = log.header
-        if anchor.seq != 0 {
-            if anchor.generation != header.generation {
+        // Every anchor is checked, the one an empty inbox hands out (`0.0.0`:
+        // any generation, epoch 0) and one at seq 0 included: a reader that
+        // saw nothing may still have missed a deletion compaction dropped.
+        if let anchor = given {
+            let handedOutEmpty = anchor.generation == Anchor.beginning.generation
+            if handedOutEmpty ? anchor != .beginning : anchor.generation != header.generation {
                 throw InboxError.anchorNotAnswerable(reason: "anchor belongs to an inbox that no longer exists")
             }
             if anchor.seq > (try log.lastSeq()) || anchor.epoch > header.epoch {
@@ -114,6 +206,7 @@ package struct InboxStore: Sendable {
                 throw InboxError.anchorNotAnswerable(reason: "anchor is older than the deletions this inbox still keeps")
             }
         }
+        let anchor = given ?? .beginning
         func position(_ seq: Int64) -> Anchor { Anchor(generation: header.generation, epoch: header.epoch, seq: seq) }
         var result = FeedPage(messages: [], deleted: [], anchor: position(anchor.seq), hasMore: false)
         var index = try log.firstIndex(after: anchor.seq)
@@ -175,19 +268,20 @@ package struct InboxStore: Sendable {
         return 0
     }
 
-    /// The log record first (durable), then the message file: a crash between
-    /// the two leaves the old state visible and the new seq unused.
-    private func commit(_ envelope: Envelope, replacing previous: Envelope?, live: Int, log: inout ChangeLog) throws {
+    /// The log records first (durable), then the message files: a crash
+    /// between the two leaves the old states visible and the new seqs unused.
+    private func commit(_ records: [ChangeRecord], _ documents: [DocumentWrite], log: inout ChangeLog) throws {
+        guard !records.isEmpty else { return }
         do {
-            try log.append(ChangeRecord(seq: envelope.seq, deleted: envelope.isTombstone, live: live, id: envelope.id))
+            try log.append(records)
         } catch let error as SystemError {
             throw StorageError(error, .writing)
         }
         do {
-            try messages.write(envelope.bytes, to: fileName(envelope.id), at: place(envelope.id), replacing: previous?.bytes)
+            try messages.write(documents)
         } catch {
-            // The message file is unchanged (a full disk, say): take the record back.
-            try? log.removeLast()
+            // The message files are unchanged (a full disk, say): take the records back.
+            try? log.removeLast(records.count)
             throw error
         }
     }
@@ -224,5 +318,28 @@ package struct InboxStore: Sendable {
         for id in expired { _ = try messages.remove(fileName(id)) }
         log.close()
         log = try ChangeLog.openForWriting(logPath, directory: directory)
+    }
+}
+
+extension InboxStore.ChangeOutcome {
+    /// The envelope a change writes: the new state or the tombstone; `nil`
+    /// for a retry (nothing written) or a refusal.
+    fileprivate var written: Envelope? {
+        get {
+            switch self {
+            case .written(.created(let envelope)), .written(.replaced(let envelope)), .deleted(let envelope):
+                return envelope
+            case .written(.unchanged), .refused: return nil
+            }
+        }
+        set {
+            guard let envelope = newValue else { return }
+            switch self {
+            case .written(.created): self = .written(.created(envelope))
+            case .written(.replaced): self = .written(.replaced(envelope))
+            case .deleted: self = .deleted(envelope)
+            case .written(.unchanged), .refused: break
+            }
+        }
     }
 }
