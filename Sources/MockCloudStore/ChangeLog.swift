@@ -128,14 +128,19 @@ package struct ChangeLog {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.count * Self.recordSize)
         for record in records { bytes += Self.encode(record) }
-        try Sys.write(fd, bytes, at: (count + 1) * Self.recordSize, path: path)
-        try Sys.fdatasync(fd, path: path)
-        count += records.count
+        try appendEncoded(bytes, records: records.count)
     }
 
-    /// Appends one record (see `append(_:)` for many).
+    /// Appends one record as `append(_:)` appends many (a single write needs
+    /// no array of records).
     package mutating func append(_ record: ChangeRecord) throws {
-        try append([record])
+        try appendEncoded(Self.encode(record), records: 1)
+    }
+
+    private mutating func appendEncoded(_ bytes: [UInt8], records: Int) throws {
+        try Sys.write(fd, bytes, at: (count + 1) * Self.recordSize, path: path)
+        try Sys.fdatasync(fd, path: path)
+        count += records
     }
 
     /// Takes back the last `records` records (their changes did not happen).

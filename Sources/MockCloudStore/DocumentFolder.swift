@@ -42,7 +42,10 @@ package struct DocumentFolder: Sendable {
     /// place, then the sidecar keeps the new MAC alone; a crash at any point
     /// leaves a pair that verifies. Unsigned: a stale sidecar is removed first.
     package func write(_ bytes: [UInt8], to name: String, at place: DocumentPlace, replacing previous: [UInt8]?) throws {
-        try write([DocumentWrite(name: name, bytes: bytes, place: place, previous: previous)])
+        var batch = AtomicBatch(directory: directory)
+        let final = try stage(bytes, as: name, at: place, replacing: previous, into: &batch)
+        try batch.commit()
+        if let final { try AtomicFile.write(final, to: Sys.path(name, Self.sidecarSuffix), in: directory) }
     }
 
     /// Replaces many documents as `write` replaces one, with one sync of the
@@ -50,25 +53,39 @@ package struct DocumentFolder: Sendable {
     /// directory fsync after each.
     package func write(_ documents: [DocumentWrite]) throws {
         var batch = AtomicBatch(directory: directory)
-        var finals: [(name: String, sidecar: [UInt8])] = []
+        var finals = AtomicBatch(directory: directory)
+        var finalSidecars: [[UInt8]] = []
+        var finalNames: [String] = []
         for document in documents {
-            let sidecarName = Sys.path(document.name, Self.sidecarSuffix)
-            let alsoValid = document.previous.map { [$0] } ?? []
-            if let sidecar = integrity.sidecar(for: document.bytes, at: document.place, alsoValid: alsoValid) {
-                try batch.stage(sidecar, as: sidecarName)
-                if document.previous != nil, let final = integrity.sidecar(for: document.bytes, at: document.place) {
-                    finals.append((sidecarName, final))
-                }
-            } else {
-                _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
-            }
-            try batch.stage(document.bytes, as: document.name)
+            guard let final = try stage(document.bytes, as: document.name, at: document.place,
+                                        replacing: document.previous, into: &batch)
+            else { continue }
+            finalNames.append(Sys.path(document.name, Self.sidecarSuffix))
+            finalSidecars.append(final)
         }
         try batch.commit()
-        guard !finals.isEmpty else { return }
-        var last = AtomicBatch(directory: directory)
-        for (name, sidecar) in finals { try last.stage(sidecar, as: name) }
-        try last.commit()
+        // The sidecars that accepted both states are in place: only now may
+        // the final ones take their temporary names.
+        for (name, sidecar) in zip(finalNames, finalSidecars) { try finals.stage(sidecar, as: name) }
+        try finals.commit()
+    }
+
+    /// Stages a document (after its sidecar, signed; after removing a stale
+    /// sidecar, unsigned) and returns the sidecar that keeps the new MAC
+    /// alone, to be written once the batch is in place (`nil`: none needed).
+    private func stage(
+        _ bytes: [UInt8], as name: String, at place: DocumentPlace, replacing previous: [UInt8]?,
+        into batch: inout AtomicBatch
+    ) throws -> [UInt8]? {
+        let sidecarName = Sys.path(name, Self.sidecarSuffix)
+        guard let sidecar = integrity.sidecar(for: bytes, at: place, alsoValid: previous.map { [$0] } ?? []) else {
+            _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
+            try batch.stage(bytes, as: name)
+            return nil
+        }
+        try batch.stage(sidecar, as: sidecarName)
+        try batch.stage(bytes, as: name)
+        return previous == nil ? nil : integrity.sidecar(for: bytes, at: place)
     }
 
     /// Removes a document and then its sidecar; false when there was no document.

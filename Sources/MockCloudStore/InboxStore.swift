@@ -54,7 +54,7 @@ package struct InboxStore: Sendable {
 
     /// Stores `body` under `id` with the sync version rules of HealthKit.
     package func put(_ id: MessageID, version: Int64, source: String?, body: JSONValue) throws -> PutOutcome {
-        switch try apply([.put(id, version: version, body: body)], source: source)[0] {
+        switch try applyOne(.put(id, version: version, body: body), source: source) {
         case .written(let outcome): return outcome
         case .deleted: preconditionFailure("a put answered as a deletion")
         case .refused(let error): throw error
@@ -65,11 +65,11 @@ package struct InboxStore: Sendable {
     package func delete(_ id: MessageID, source: String?) throws -> Bool {
         // Nothing to delete: answer without creating an inbox on disk.
         guard let seen = try load(id), !seen.isTombstone else { return false }
-        if case .deleted = try apply([.delete(id)], source: source)[0] { return true }
+        if case .deleted = try applyOne(.delete(id), source: source) { return true }
         return false
     }
 
-    /// One change of `apply`: a PUT or a DELETE of one message.
+    /// One change: a PUT or a DELETE of one message.
     package enum Change: Sendable {
         case put(MessageID, version: Int64, body: JSONValue)
         case delete(MessageID)
@@ -81,7 +81,7 @@ package struct InboxStore: Sendable {
         }
     }
 
-    /// How one change of `apply` ended.
+    /// How one change ended.
     package enum ChangeOutcome {
         case written(PutOutcome)
         /// The tombstone a deletion left.
@@ -91,13 +91,34 @@ package struct InboxStore: Sendable {
         case refused(InboxError)
     }
 
+    /// A single PUT or DELETE: `apply` for one change, without its tables
+    /// (each new generic container costs a process ~20k instructions to
+    /// describe at run time, and a single write pays for every one).
+    private func applyOne(_ change: Change, source: String?) throws -> ChangeOutcome {
+        try changing { log in
+            let current = try load(change.id)
+            var outcome = decide(change, current: current)
+            guard outcome.written != nil else { return outcome }
+            var live = try liveCount(log)
+            guard let record = stamp(&outcome, current: current, seq: try log.lastSeq() + 1, source: source,
+                                     at: Timestamp.format(clock()), live: &live),
+                let envelope = outcome.written
+            else { return outcome }
+            try commit(records: 1, log: &log) { log in try log.append(record) } files: {
+                try messages.write(envelope.bytes, to: fileName(change.id), at: place(change.id),
+                                   replacing: current?.bytes)
+            }
+            return outcome
+        }
+    }
+
     /// Applies `changes` in order, each as its own PUT or DELETE would
-    /// (a later change of the same id sees the earlier one), under one lock:
-    /// one append of all their log records (one fdatasync), then every
-    /// message file that changed, written once in its final state and synced
-    /// together. A crash leaves each message old or new, never torn; readers,
-    /// who share the lock, see none of the changes or all of them.
-    /// `PUT`, `DELETE` and `POST /inbox:bulk` all come here.
+    /// (`decide` and `stamp`, as for a single one; a later change of the same
+    /// id sees the earlier one), under one lock: one append of all their log
+    /// records (one fdatasync), then every message file that changed, written
+    /// once in its final state and synced together. A crash leaves each
+    /// message old or new, never torn; readers, who share the lock, see none
+    /// of the changes or all of them.
     package func apply(_ changes: [Change], source: String?) throws -> [ChangeOutcome] {
         // Only deletions, and no inbox: answer without creating one on disk.
         if changes.allSatisfy({ if case .delete = $0 { true } else { false } }),
@@ -123,37 +144,31 @@ package struct InboxStore: Sendable {
                 } else {
                     current = try load(id)
                     stored[id] = .some(current)
-                    states[id] = .some(current)
                 }
-                var outcome = decide(change, current: current, live: live)
-                guard var envelope = outcome.written else {
-                    outcomes.append(outcome)
-                    continue
+                var outcome = decide(change, current: current)
+                if let record = stamp(&outcome, current: current, seq: seq + 1, source: source, at: receivedAt,
+                                      live: &live) {
+                    seq += 1
+                    records.append(record)
+                    if ordered.insert(id).inserted { order.append(id) }
+                    states[id] = .some(outcome.written)
                 }
-                seq += 1
-                envelope.seq = seq
-                envelope.source = source
-                envelope.serverReceivedAt = receivedAt
-                envelope.stored = envelope.bytes  // printed once, for the file and the answer
-                outcome.written = envelope
                 outcomes.append(outcome)
-                if envelope.isTombstone { live -= 1 } else if current?.isTombstone ?? true { live += 1 }
-                records.append(ChangeRecord(seq: seq, deleted: envelope.isTombstone, live: live, id: id))
-                if ordered.insert(id).inserted { order.append(id) }
-                states[id] = .some(envelope)
             }
             let documents = order.map { id in
                 DocumentWrite(name: fileName(id), bytes: states[id]!!.bytes, place: place(id),
                               previous: stored[id]!?.bytes)
             }
-            try commit(records, documents, log: &log)
+            try commit(records: records.count, log: &log) { log in try log.append(records) } files: {
+                try messages.write(documents)
+            }
             return outcomes
         }
     }
 
-    /// What one change does to `current`, as its own request would decide:
-    /// the new state to write (its seq, source and time set by `apply`), or why not.
-    private func decide(_ change: Change, current: Envelope?, live: Int) -> ChangeOutcome {
+    /// What one change does to `current`, as its own request decides it: the
+    /// new state (its seq, source and time set by `stamp`), or why not.
+    private func decide(_ change: Change, current: Envelope?) -> ChangeOutcome {
         let isLive = current.map { !$0.isTombstone } ?? false
         switch change {
         case .delete(let id):
@@ -167,10 +182,31 @@ package struct InboxStore: Sendable {
                     return .written(.unchanged(current))
                 }
             }
-            if !isLive && live + 1 > settings.maxMessages { return .refused(.inboxFull(limit: settings.maxMessages)) }
             let envelope = Envelope(id: id, version: version, seq: 0, source: nil, serverReceivedAt: "", body: body)
             return .written(isLive ? .replaced(envelope) : .created(envelope))
         }
+    }
+
+    /// Makes a decided change final: refuses a new message past the limit,
+    /// stamps the envelope with `seq`, `source` and the time, counts the live
+    /// messages, and returns the log record to append (`nil`: nothing to write).
+    private func stamp(
+        _ outcome: inout ChangeOutcome, current: Envelope?, seq: Int64, source: String?, at receivedAt: String,
+        live: inout Int
+    ) -> ChangeRecord? {
+        guard var envelope = outcome.written else { return nil }
+        let wasLive = current.map { !$0.isTombstone } ?? false
+        if !wasLive && live + 1 > settings.maxMessages {
+            outcome = .refused(.inboxFull(limit: settings.maxMessages))
+            return nil
+        }
+        envelope.seq = seq
+        envelope.source = source
+        envelope.serverReceivedAt = receivedAt
+        envelope.stored = envelope.bytes  // printed once, for the file and the answer
+        outcome.written = envelope
+        if envelope.isTombstone { live -= 1 } else if !wasLive { live += 1 }
+        return ChangeRecord(seq: seq, deleted: envelope.isTombstone, live: live, id: envelope.id)
     }
 
     /// The changes after `anchor` (`nil`: from the beginning), oldest first,
@@ -270,18 +306,20 @@ package struct InboxStore: Sendable {
 
     /// The log records first (durable), then the message files: a crash
     /// between the two leaves the old states visible and the new seqs unused.
-    private func commit(_ records: [ChangeRecord], _ documents: [DocumentWrite], log: inout ChangeLog) throws {
-        guard !records.isEmpty else { return }
+    private func commit(
+        records: Int, log: inout ChangeLog, _ append: (inout ChangeLog) throws -> Void, files write: () throws -> Void
+    ) throws {
+        guard records > 0 else { return }
         do {
-            try log.append(records)
+            try append(&log)
         } catch let error as SystemError {
             throw StorageError(error, .writing)
         }
         do {
-            try messages.write(documents)
+            try write()
         } catch {
             // The message files are unchanged (a full disk, say): take the records back.
-            try? log.removeLast(records.count)
+            try? log.removeLast(records)
             throw error
         }
     }
