@@ -26,9 +26,7 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
-import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,25 +38,10 @@ KEY = "bulk-crash"
 def run(args, env_extra, data, method, path, body=b"", query="", kill_after=None):
     headers = {"X-User-Key": KEY, "X-Device-Id": "crash"}
     env = stresslib.cgi_environment(method, path, data, headers, query=query, body=body, extra=env_extra)
-    proc = subprocess.Popen([os.path.join(args.cgi_bin, "inbox")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
-    started = time.monotonic()
-    try:
-        proc.stdin.write(body)
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
-    proc.stdin = None
-    if kill_after is not None:
-        remaining = kill_after - (time.monotonic() - started)
-        if remaining > 0:
-            time.sleep(remaining)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
-    run.last_seconds = time.monotonic() - started
+    out, err, returncode, run.last_seconds = stresslib.run_killed(os.path.join(args.cgi_bin, "inbox"), env, body,
+                                                                  kill_after)
     status, _, answer, whole = stresslib.parse_cgi_output(out)
-    return status, answer, whole, proc.returncode == -signal.SIGKILL, err
+    return status, answer, whole, returncode == -signal.SIGKILL, err
 
 
 def state(args, env_extra, data):
