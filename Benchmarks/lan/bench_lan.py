@@ -177,7 +177,7 @@ LABELS = {
 }
 
 
-def render(result, args, link):
+def render(result, args, link, load_before, load_after):
     rows = []
     by = {s["name"]: s for s in result["scenarios"]}
     for s in result["scenarios"]:
@@ -201,7 +201,7 @@ def render(result, args, link):
     head = (f"Measured by `{command}` on {time.strftime('%Y-%m-%d')}, commit `{git_commit()}`: "
             f"{os.cpu_count()} cores, Linux {os.uname().release}; link: {link}, {DELAY_MS:g} ms each way, "
             f"{RATE_MBIT:g} Mbit/s; a TCP connect over it took {result['connect_seconds'] * 1000:.1f} ms "
-            f"(median of 15).")
+            f"(median of 15); load average {' '.join(load_before)} before, {' '.join(load_after)} after.")
     table = "\n".join([
         "| # | scenario | time | requests | HTTP | bytes on the wire | round-trip-bound minimum | × minimum |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |", *rows])
@@ -249,6 +249,7 @@ def main():
         die("the `ip` command (iproute2) is missing")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     lab = Lab()
+    load_before = open("/proc/loadavg").read().split()[:3]
     try:
         lab.make_link()
         lab.start_stack()
@@ -262,7 +263,7 @@ def main():
         if r.returncode != 0:
             die("the client failed (see above)")
         result = json.loads(r.stdout)
-        block = render(result, args, lab.link)
+        block = render(result, args, lab.link, load_before, open("/proc/loadavg").read().split()[:3])
         print(block)
         if not args.no_readme:
             write_readme(block)
