@@ -102,7 +102,13 @@ extension InboxRoute {
         case .deleted(let tombstone): result.add(204, seq: tombstone.seq)
         case .refused(let error):
             result["status"] = .number(String(error.status.code))
-            result["error"] = .string(error.message)
+            // An item's version is its `version` member, not a header.
+            if case .lowerVersion(let incoming, let current) = error {
+                result["error"] = .string(
+                    "version \(incoming) is lower than the stored version \(current.version); nothing was written")
+            } else {
+                result["error"] = .string(error.message)
+            }
             for member in error.extraMembers { result[member.key] = member.value }
         }
     }

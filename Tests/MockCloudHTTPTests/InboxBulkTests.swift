@@ -40,7 +40,7 @@ extension CGIResponse {
         #expect(response.status == 200)
         #expect(try response.statuses() == [201, 200, 200, 409, 204, 404, 400, 400, 400, 400, 400])
         #expect(try response.bulkRows().prefix(5).map { $0.2 } == [3, 1, 4, nil, 5])
-        #expect(response.text.contains(#"{"id": "old", "status": 409, "error": "X-Sync-Version 4 is lower than the stored version 6; nothing was written", "current": {"id": "old", "version": 6, "seq": 4"#))
+        #expect(response.text.contains(#"{"id": "old", "status": 409, "error": "version 4 is lower than the stored version 6; nothing was written", "current": {"id": "old", "version": 6, "seq": 4"#))
         #expect(response.text.contains(#"{"id": "never", "status": 404, "error": "no message with this id"}"#))
         #expect(response.text.contains(#"{"id": "x", "status": 400, "error": "unknown member \"verison\": an item has id, version and body, or id and deleted"}"#))
         // The single requests see what the batch left.

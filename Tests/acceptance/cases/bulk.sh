@@ -37,7 +37,7 @@ py 'r = doc["results"]
 assert [x["id"] for x in r] == ["new", "old", "old", "old", "gone", "never", "bad id", "x", "x", "x"], r
 assert list(r[0]) == ["id", "status", "seq"] and r[0]["seq"] == 3, r[0]
 assert r[1]["seq"] == 1 and r[2]["seq"] == 4 and r[4]["seq"] == 5, r
-assert r[3]["current"]["version"] == 6 and r[3]["current"]["body"] == {"v": 6} and "lower than the stored version 6" in r[3]["error"], r[3]
+assert r[3]["current"]["version"] == 6 and r[3]["current"]["body"] == {"v": 6} and r[3]["error"] == "version 4 is lower than the stored version 6; nothing was written", r[3]
 assert r[5]["error"] == "no message with this id", r[5]
 assert r[6]["error"].startswith("invalid message id"), r[6]
 assert "non-negative integer" in r[7]["error"] and r[8]["error"] == "body must be a JSON object", r
