@@ -126,8 +126,8 @@ def render(m):
         f"One item of a bulk write costs the program {m['item_wall'] * 1000:.3f} ms of wall time and "
         f"{m['item_cpu'] * 1000:.3f} ms of CPU (run directly: a bulk of {BATCH} took {m['many'][0] * 1000:.1f} ms, "
         f"{m['many'][1] * 1000:.1f} ms CPU; a bulk of 1 {m['one'][0] * 1000:.1f} ms, {m['one'][1] * 1000:.1f} ms CPU; "
-        "medians of 7): one lock, one change-log append with one `fdatasync`, one `syncfs` and one directory "
-        "`fsync` per request."])
+        "medians of 7): one lock, one change-log append with one `fdatasync`, one `syncfs` of the new files and "
+        "one directory `fsync` per request."])
 
 
 def main():
