@@ -72,6 +72,7 @@ extension InboxRoute {
             items.append(Self.item(object))
         }
         let store = InboxStore(root: dataRoot, key: key, settings: settings, integrity: integrity, clock: clock)
+        try store.checkDirectories()  // no planted links, as for a single write
         var changes: [InboxStore.Change] = []
         for case .change(let change) in items { changes.append(change) }
         var outcomes = (changes.isEmpty ? [] : try store.apply(changes, source: source))[...]
