@@ -126,3 +126,16 @@ api: deps install
 API_FUZZ_SECONDS ?= 1800
 fuzz-api: deps install
 	@Tests/api/run.sh fuzz $(API_FUZZ_SECONDS)
+
+## Sync as the phone feels it (Benchmarks/lan/): a phone namespace joined to
+## the server's by a 10 ms round-trip, 50 Mbit/s link (netem/tbf, or a
+## user-space relay where the kernel has neither); 5 scenarios timed by an
+## httpx/requests client; the table goes to stdout and README's Performance.
+## Needs root (network namespaces). PEER=… adds the Python peer to scenario 5.
+BENCH_LAN_VENV := .build/bench-lan-venv
+.PHONY: bench-lan
+bench-lan: install
+	@nginx/mockcloud-nginx.sh deps
+	@[[ -x $(BENCH_LAN_VENV)/bin/python ]] && $(BENCH_LAN_VENV)/bin/python -c 'import httpx, h2, requests' 2>/dev/null || \
+	    { python3 -m venv $(BENCH_LAN_VENV) && $(BENCH_LAN_VENV)/bin/pip install -q 'httpx[http2]' requests; }
+	@python3 Benchmarks/lan/bench_lan.py --venv $(BENCH_LAN_VENV) $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)

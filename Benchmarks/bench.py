@@ -18,6 +18,8 @@ self-signed certificate). Then, in one run:
    (a new id each request) and a feed page after the newest 10 changes, of an
    inbox of 100 and of 100,000 messages.
 3. Binary sizes.
+4. Bulk writes (bulk_bench.py): messages stored per second through
+   POST /inbox:bulk of 500 versus single PUTs, and what one item costs.
 
 The large inbox is written straight in the store's on-disk format (the
 harness's Tests/support/formats.py, checked against the programs by `make
@@ -45,6 +47,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True      # no __pycache__ in the repository
+sys.path.insert(0, HERE)
+import bulk_bench  # noqa: E402  (the bulk row)
 REPO = os.path.dirname(HERE)
 CGI_BIN = os.path.join(REPO, "cgi-bin")
 LUA = os.path.join(HERE, "wrk", "report.lua")
@@ -505,10 +510,15 @@ def main():
                 series[label, server.name].add(report)
     raw.close()
 
+    # ------------------------------------------------------------ bulk
+    log(f"bulk: messages/s through POST /inbox:bulk of {bulk_bench.BATCH} vs single PUTs, {args.rounds} rounds")
+    bulk = bulk_bench.measure(ours.port, ours.data, inbox_program, args.rounds)
+
     # ------------------------------------------------------------ report
     load_after = open("/proc/loadavg").read().split()[:3]
     report = render(args, series, routes, peer, start_results, feed_results, anatomy_rows, floor, load_before,
                     load_after, time.monotonic() - began)
+    report += "\n\n" + bulk_bench.render(bulk)
     print(report)
     results = os.path.join(HERE, "results")
     os.makedirs(results, exist_ok=True)

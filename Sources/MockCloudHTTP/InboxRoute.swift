@@ -41,6 +41,10 @@ package struct InboxRoute: Sendable {
     /// Answers one request. The method is checked before the user key (a 405
     /// names the methods), the user key before the message id.
     package func respond(to request: CGIRequest) throws -> CGIResponse {
+        if request.path == Self.bulkPath { return try bulk(request) }
+        // The program reads bodies up to the bulk limit; every other request
+        // keeps a single message's.
+        if request.body.count > Self.bodyLimit { throw RequestError.bodyTooLarge(limit: Self.bodyLimit) }
         let messagePrefix = Self.collectionPath + "/"
         guard request.path != Self.collectionPath else {
             switch request.method {
@@ -105,7 +109,7 @@ package struct InboxRoute: Sendable {
 
     private func feed(_ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
         guard let query = QueryString(request.query) else { throw InboxRequestError.malformedQuery }
-        var anchor = Anchor.beginning
+        var anchor: Anchor?
         if let text = query["anchor"], !text.isEmpty {
             guard let parsed = Anchor(text) else { throw InboxError.malformedAnchor }
             anchor = parsed
@@ -143,7 +147,7 @@ package struct InboxRoute: Sendable {
         return (version, source, .object(body))
     }
 
-    private static func source(_ request: CGIRequest) throws -> String? {
+    static func source(_ request: CGIRequest) throws -> String? {
         guard let text = request.header("X-Device-Id") else { return nil }
         guard let device = DeviceID(text) else { throw InboxRequestError.invalidDeviceID }
         return device.rawValue

@@ -120,20 +120,36 @@ package struct ChangeLog {
         return low
     }
 
-    /// Appends a record and makes it durable before the message file changes,
-    /// so that no acknowledged write can be missing from the feed.
-    package mutating func append(_ record: ChangeRecord) throws {
-        try Sys.write(fd, Self.encode(record), at: (count + 1) * Self.recordSize, path: path)
-        try Sys.fdatasync(fd, path: path)
-        count += 1
+    /// Appends records in one write and makes them durable (one fdatasync)
+    /// before any message file changes, so that no acknowledged write can be
+    /// missing from the feed.
+    package mutating func append(_ records: [ChangeRecord]) throws {
+        guard !records.isEmpty else { return }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(records.count * Self.recordSize)
+        for record in records { bytes += Self.encode(record) }
+        try appendEncoded(bytes, records: records.count)
     }
 
-    /// Takes back the last record (its change did not happen).
-    package mutating func removeLast() throws {
-        guard count > 0 else { return }
-        try Sys.truncate(fd, to: count * Self.recordSize, path: path)
+    /// Appends one record as `append(_:)` appends many (a single write needs
+    /// no array of records).
+    package mutating func append(_ record: ChangeRecord) throws {
+        try appendEncoded(Self.encode(record), records: 1)
+    }
+
+    private mutating func appendEncoded(_ bytes: [UInt8], records: Int) throws {
+        try Sys.write(fd, bytes, at: (count + 1) * Self.recordSize, path: path)
         try Sys.fdatasync(fd, path: path)
-        count -= 1
+        count += records
+    }
+
+    /// Takes back the last `records` records (their changes did not happen).
+    package mutating func removeLast(_ records: Int = 1) throws {
+        let kept = max(0, count - records)
+        guard kept < count else { return }
+        try Sys.truncate(fd, to: (kept + 1) * Self.recordSize, path: path)
+        try Sys.fdatasync(fd, path: path)
+        count = kept
     }
 
     /// Whole records whose text decodes, counted back from the end: a crash

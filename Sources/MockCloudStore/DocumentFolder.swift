@@ -42,17 +42,50 @@ package struct DocumentFolder: Sendable {
     /// place, then the sidecar keeps the new MAC alone; a crash at any point
     /// leaves a pair that verifies. Unsigned: a stale sidecar is removed first.
     package func write(_ bytes: [UInt8], to name: String, at place: DocumentPlace, replacing previous: [UInt8]?) throws {
+        var batch = AtomicBatch(directory: directory)
+        let final = try stage(bytes, as: name, at: place, replacing: previous, into: &batch)
+        try batch.commit()
+        if let final { try AtomicFile.write(final, to: Sys.path(name, Self.sidecarSuffix), in: directory) }
+    }
+
+    /// Replaces many documents as `write` replaces one, with one sync of the
+    /// new files, one of the sidecars that keep the new MAC alone, and one
+    /// directory fsync after each.
+    package func write(_ documents: [DocumentWrite]) throws {
+        var batch = AtomicBatch(directory: directory)
+        var finals = AtomicBatch(directory: directory)
+        var finalSidecars: [[UInt8]] = []
+        var finalNames: [String] = []
+        for document in documents {
+            guard let final = try stage(document.bytes, as: document.name, at: document.place,
+                                        replacing: document.previous, into: &batch)
+            else { continue }
+            finalNames.append(Sys.path(document.name, Self.sidecarSuffix))
+            finalSidecars.append(final)
+        }
+        try batch.commit()
+        // The sidecars that accepted both states are in place: only now may
+        // the final ones take their temporary names.
+        for (name, sidecar) in zip(finalNames, finalSidecars) { try finals.stage(sidecar, as: name) }
+        try finals.commit()
+    }
+
+    /// Stages a document (after its sidecar, signed; after removing a stale
+    /// sidecar, unsigned) and returns the sidecar that keeps the new MAC
+    /// alone, to be written once the batch is in place (`nil`: none needed).
+    private func stage(
+        _ bytes: [UInt8], as name: String, at place: DocumentPlace, replacing previous: [UInt8]?,
+        into batch: inout AtomicBatch
+    ) throws -> [UInt8]? {
         let sidecarName = Sys.path(name, Self.sidecarSuffix)
         guard let sidecar = integrity.sidecar(for: bytes, at: place, alsoValid: previous.map { [$0] } ?? []) else {
             _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
-            try AtomicFile.write(bytes, to: name, in: directory)
-            return
+            try batch.stage(bytes, as: name)
+            return nil
         }
-        try AtomicFile.write(sidecar, to: sidecarName, in: directory)
-        try AtomicFile.write(bytes, to: name, in: directory)
-        if previous != nil, let final = integrity.sidecar(for: bytes, at: place) {
-            try AtomicFile.write(final, to: sidecarName, in: directory)
-        }
+        try batch.stage(sidecar, as: sidecarName)
+        try batch.stage(bytes, as: name)
+        return previous == nil ? nil : integrity.sidecar(for: bytes, at: place)
     }
 
     /// Removes a document and then its sidecar; false when there was no document.
@@ -60,5 +93,21 @@ package struct DocumentFolder: Sendable {
         let removed = try AtomicFile.remove(name, in: directory)
         _ = try AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: removed)
         return removed
+    }
+}
+
+/// One document of `DocumentFolder.write(_:)`: its new bytes, where they
+/// belong (for the MAC), and the bytes it replaces (`nil` when new).
+package struct DocumentWrite {
+    package var name: String
+    package var bytes: [UInt8]
+    package var place: DocumentPlace
+    package var previous: [UInt8]?
+
+    package init(name: String, bytes: [UInt8], place: DocumentPlace, previous: [UInt8]?) {
+        self.name = name
+        self.bytes = bytes
+        self.place = place
+        self.previous = previous
     }
 }

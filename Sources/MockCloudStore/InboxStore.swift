@@ -54,23 +54,10 @@ package struct InboxStore: Sendable {
 
     /// Stores `body` under `id` with the sync version rules of HealthKit.
     package func put(_ id: MessageID, version: Int64, source: String?, body: JSONValue) throws -> PutOutcome {
-        try changing { log in
-            let current = try load(id)
-            if let current, !current.isTombstone {
-                if version < current.version { throw InboxError.lowerVersion(incoming: version, current: current) }
-                if version == current.version, current.body.map(JSONPrinter.compact) == JSONPrinter.compact(body) {
-                    return .unchanged(current)
-                }
-            }
-            let isNew = current?.isTombstone ?? true
-            let live = try liveCount(log) + (isNew ? 1 : 0)
-            if isNew && live > settings.maxMessages { throw InboxError.inboxFull(limit: settings.maxMessages) }
-            var envelope = Envelope(
-                id: id, version: version, seq: try log.lastSeq() + 1, source: source,
-                serverReceivedAt: Timestamp.format(clock()), body: body)
-            envelope.stored = envelope.bytes  // printed once, for the file and the answer
-            try commit(envelope, replacing: current, live: live, log: &log)
-            return isNew ? .created(envelope) : .replaced(envelope)
+        switch try applyOne(.put(id, version: version, body: body), source: source) {
+        case .written(let outcome): return outcome
+        case .deleted: preconditionFailure("a put answered as a deletion")
+        case .refused(let error): throw error
         }
     }
 
@@ -78,14 +65,148 @@ package struct InboxStore: Sendable {
     package func delete(_ id: MessageID, source: String?) throws -> Bool {
         // Nothing to delete: answer without creating an inbox on disk.
         guard let seen = try load(id), !seen.isTombstone else { return false }
-        return try changing { log in
-            guard let current = try load(id), !current.isTombstone else { return false }
-            let tombstone = Envelope(
-                id: id, version: current.version, seq: try log.lastSeq() + 1, source: source,
-                serverReceivedAt: Timestamp.format(clock()), body: nil)
-            try commit(tombstone, replacing: current, live: try liveCount(log) - 1, log: &log)
-            return true
+        if case .deleted = try applyOne(.delete(id), source: source) { return true }
+        return false
+    }
+
+    /// One change: a PUT or a DELETE of one message.
+    package enum Change: Sendable {
+        case put(MessageID, version: Int64, body: JSONValue)
+        case delete(MessageID)
+
+        package var id: MessageID {
+            switch self {
+            case .put(let id, _, _), .delete(let id): return id
+            }
         }
+    }
+
+    /// How one change ended.
+    package enum ChangeOutcome {
+        case written(PutOutcome)
+        /// The tombstone a deletion left.
+        case deleted(Envelope)
+        /// Nothing written for this change: no message to delete, a lower
+        /// version, a full inbox.
+        case refused(InboxError)
+    }
+
+    /// A single PUT or DELETE: `apply` for one change, without its tables
+    /// (each new generic container costs a process ~20k instructions to
+    /// describe at run time, and a single write pays for every one).
+    private func applyOne(_ change: Change, source: String?) throws -> ChangeOutcome {
+        try changing { log in
+            let current = try load(change.id)
+            var outcome = decide(change, current: current)
+            guard outcome.written != nil else { return outcome }
+            var live = try liveCount(log)
+            guard let record = stamp(&outcome, current: current, seq: try log.lastSeq() + 1, source: source,
+                                     at: Timestamp.format(clock()), live: &live),
+                let envelope = outcome.written
+            else { return outcome }
+            try commit(records: 1, log: &log) { log in try log.append(record) } files: {
+                try messages.write(envelope.bytes, to: fileName(change.id), at: place(change.id),
+                                   replacing: current?.bytes)
+            }
+            return outcome
+        }
+    }
+
+    /// Applies `changes` in order, each as its own PUT or DELETE would
+    /// (`decide` and `stamp`, as for a single one; a later change of the same
+    /// id sees the earlier one), under one lock: one append of all their log
+    /// records (one fdatasync), then every message file that changed, written
+    /// once in its final state and synced together. A crash leaves each
+    /// message old or new, never torn; readers, who share the lock, see none
+    /// of the changes or all of them.
+    package func apply(_ changes: [Change], source: String?) throws -> [ChangeOutcome] {
+        // Only deletions, and no inbox: answer without creating one on disk.
+        if changes.allSatisfy({ if case .delete = $0 { true } else { false } }),
+            (try ChangeLog.openForReading(logPath)).map({ $0.close() }) == nil
+        {
+            return changes.map { _ in .refused(.noMessage) }
+        }
+        return try changing { log in
+            var states: [MessageID: Envelope?] = [:]  // after the changes so far
+            var stored: [MessageID: Envelope?] = [:]  // on disk before this request
+            var order: [MessageID] = []  // ids changed, first change first
+            var ordered: Set<MessageID> = []
+            var records: [ChangeRecord] = []
+            var outcomes: [ChangeOutcome] = []
+            var live = try liveCount(log)
+            var seq = try log.lastSeq()
+            let receivedAt = Timestamp.format(clock())
+            for change in changes {
+                let id = change.id
+                let current: Envelope?
+                if let state = states[id] {
+                    current = state
+                } else {
+                    current = try load(id)
+                    stored[id] = .some(current)
+                }
+                var outcome = decide(change, current: current)
+                if let record = stamp(&outcome, current: current, seq: seq + 1, source: source, at: receivedAt,
+                                      live: &live) {
+                    seq += 1
+                    records.append(record)
+                    if ordered.insert(id).inserted { order.append(id) }
+                    states[id] = .some(outcome.written)
+                }
+                outcomes.append(outcome)
+            }
+            let documents = order.map { id in
+                DocumentWrite(name: fileName(id), bytes: states[id]!!.bytes, place: place(id),
+                              previous: stored[id]!?.bytes)
+            }
+            try commit(records: records.count, log: &log) { log in try log.append(records) } files: {
+                try messages.write(documents)
+            }
+            return outcomes
+        }
+    }
+
+    /// What one change does to `current`, as its own request decides it: the
+    /// new state (its seq, source and time set by `stamp`), or why not.
+    private func decide(_ change: Change, current: Envelope?) -> ChangeOutcome {
+        let isLive = current.map { !$0.isTombstone } ?? false
+        switch change {
+        case .delete(let id):
+            guard let current, isLive else { return .refused(.noMessage) }
+            return .deleted(Envelope(id: id, version: current.version, seq: 0, source: nil,
+                                     serverReceivedAt: "", body: nil))
+        case .put(let id, let version, let body):
+            if let current, isLive {
+                if version < current.version { return .refused(.lowerVersion(incoming: version, current: current)) }
+                if version == current.version, current.body.map(JSONPrinter.compact) == JSONPrinter.compact(body) {
+                    return .written(.unchanged(current))
+                }
+            }
+            let envelope = Envelope(id: id, version: version, seq: 0, source: nil, serverReceivedAt: "", body: body)
+            return .written(isLive ? .replaced(envelope) : .created(envelope))
+        }
+    }
+
+    /// Makes a decided change final: refuses a new message past the limit,
+    /// stamps the envelope with `seq`, `source` and the time, counts the live
+    /// messages, and returns the log record to append (`nil`: nothing to write).
+    private func stamp(
+        _ outcome: inout ChangeOutcome, current: Envelope?, seq: Int64, source: String?, at receivedAt: String,
+        live: inout Int
+    ) -> ChangeRecord? {
+        guard var envelope = outcome.written else { return nil }
+        let wasLive = current.map { !$0.isTombstone } ?? false
+        if !wasLive && live + 1 > settings.maxMessages {
+            outcome = .refused(.inboxFull(limit: settings.maxMessages))
+            return nil
+        }
+        envelope.seq = seq
+        envelope.source = source
+        envelope.serverReceivedAt = receivedAt
+        envelope.stored = envelope.bytes  // printed once, for the file and the answer
+        outcome.written = envelope
+        if envelope.isTombstone { live -= 1 } else if !wasLive { live += 1 }
+        return ChangeRecord(seq: seq, deleted: envelope.isTombstone, live: live, id: envelope.id)
     }
 
     /// Refuses a symbolic link in place of the inbox's folders (`inbox`,
@@ -100,12 +221,15 @@ package struct InboxStore: Sendable {
         }
     }
 
-    /// The changes after `anchor`, oldest first, each id once in its latest state.
-    /// An inbox that holds nothing has no lock file, and reading it creates none.
-    package func changes(after anchor: Anchor, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
+    /// The changes after `anchor` (`nil`: from the beginning), oldest first,
+    /// each id once in its latest state. An inbox that holds nothing has no
+    /// lock file, and reading it creates none.
+    package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
         func read() throws -> FeedPage {
             guard let log = try ChangeLog.openForReading(logPath) else {
-                if anchor.seq != 0 { throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored") }
+                if let anchor, anchor != .beginning {
+                    throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
+                }
                 return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
             }
             defer { log.close() }
@@ -119,10 +243,14 @@ package struct InboxStore: Sendable {
         }
     }
 
-    private func page(_ log: ChangeLog, after anchor: Anchor, limit: Int, excluding excluded: String?) throws -> FeedPage {
+    private func page(_ log: ChangeLog, after given: Anchor?, limit: Int, excluding excluded: String?) throws -> FeedPage {
         let header = log.header
-        if anchor.seq != 0 {
-            if anchor.generation != header.generation {
+        // Every anchor is checked, the one an empty inbox hands out (`0.0.0`:
+        // any generation, epoch 0) and one at seq 0 included: a reader that
+        // saw nothing may still have missed a deletion compaction dropped.
+        if let anchor = given {
+            let handedOutEmpty = anchor.generation == Anchor.beginning.generation
+            if handedOutEmpty ? anchor != .beginning : anchor.generation != header.generation {
                 throw InboxError.anchorNotAnswerable(reason: "anchor belongs to an inbox that no longer exists")
             }
             if anchor.seq > (try log.lastSeq()) || anchor.epoch > header.epoch {
@@ -133,6 +261,7 @@ package struct InboxStore: Sendable {
                 throw InboxError.anchorNotAnswerable(reason: "anchor is older than the deletions this inbox still keeps")
             }
         }
+        let anchor = given ?? .beginning
         func position(_ seq: Int64) -> Anchor { Anchor(generation: header.generation, epoch: header.epoch, seq: seq) }
         var result = FeedPage(messages: [], deleted: [], anchor: position(anchor.seq), hasMore: false)
         var index = try log.firstIndex(after: anchor.seq)
@@ -200,19 +329,22 @@ package struct InboxStore: Sendable {
         return 0
     }
 
-    /// The log record first (durable), then the message file: a crash between
-    /// the two leaves the old state visible and the new seq unused.
-    private func commit(_ envelope: Envelope, replacing previous: Envelope?, live: Int, log: inout ChangeLog) throws {
+    /// The log records first (durable), then the message files: a crash
+    /// between the two leaves the old states visible and the new seqs unused.
+    private func commit(
+        records: Int, log: inout ChangeLog, _ append: (inout ChangeLog) throws -> Void, files write: () throws -> Void
+    ) throws {
+        guard records > 0 else { return }
         do {
-            try log.append(ChangeRecord(seq: envelope.seq, deleted: envelope.isTombstone, live: live, id: envelope.id))
+            try append(&log)
         } catch let error as SystemError {
             throw StorageError(error, .writing)
         }
         do {
-            try messages.write(envelope.bytes, to: fileName(envelope.id), at: place(envelope.id), replacing: previous?.bytes)
+            try write()
         } catch {
-            // The message file is unchanged (a full disk, say): take the record back.
-            try? log.removeLast()
+            // The message files are unchanged (a full disk, say): take the records back.
+            try? log.removeLast(records)
             throw error
         }
     }
@@ -249,5 +381,28 @@ package struct InboxStore: Sendable {
         for id in expired { _ = try messages.remove(fileName(id)) }
         log.close()
         log = try ChangeLog.openForWriting(logPath, directory: directory)
+    }
+}
+
+extension InboxStore.ChangeOutcome {
+    /// The envelope a change writes: the new state or the tombstone; `nil`
+    /// for a retry (nothing written) or a refusal.
+    fileprivate var written: Envelope? {
+        get {
+            switch self {
+            case .written(.created(let envelope)), .written(.replaced(let envelope)), .deleted(let envelope):
+                return envelope
+            case .written(.unchanged), .refused: return nil
+            }
+        }
+        set {
+            guard let envelope = newValue else { return }
+            switch self {
+            case .written(.created): self = .written(.created(envelope))
+            case .written(.replaced): self = .written(.replaced(envelope))
+            case .deleted: self = .deleted(envelope)
+            case .written(.unchanged), .refused: break
+            }
+        }
     }
 }

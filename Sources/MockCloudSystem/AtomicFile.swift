@@ -6,24 +6,9 @@ package enum AtomicFile {
     /// Replaces `name` in `directory` with `bytes`, creating the directory
     /// (0700) when it is missing. Throws `StorageError` and leaves the old file.
     package static func write(_ bytes: [UInt8], to name: String, in directory: String) throws {
-        do {
-            try Sys.makeDirectories(directory)
-            let target = Sys.path(directory, "/", name)
-            let (temporary, fd) = try createTemporary(for: name, in: directory)
-            do {
-                try Sys.closing(fd) { fd in
-                    try Sys.writeAll(fd, bytes, path: temporary)
-                    try Sys.fsync(fd, path: temporary)
-                }
-                try Sys.rename(temporary, target)
-            } catch {
-                _ = try? Sys.unlink(temporary)
-                throw error
-            }
-        } catch let error as SystemError {
-            throw StorageError(error, .writing)
-        }
-        try syncAfterCommit(directory)
+        var batch = AtomicBatch(directory: directory)
+        try batch.stage(bytes, as: name)
+        try batch.commit()
     }
 
     /// fsyncs the directory of a change that is already in place.
@@ -64,7 +49,7 @@ package enum AtomicFile {
     /// a file already there is a leftover of a writer that was killed: it is
     /// removed and the name reused, and no crash leaves more than one behind
     /// per document.
-    private static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
+    static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
         let path = Sys.path(directory, "/", temporaryPrefix, name)
         do {
             return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))

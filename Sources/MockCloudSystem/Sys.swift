@@ -201,6 +201,14 @@ package enum Sys {
         return try readAll(fd, path: path)
     }
 
+    /// `syncfs(2)` on the file system holding `path`: every file written there
+    /// is durable afterwards, for the price of one journal commit.
+    package static func syncFileSystem(of path: String) throws {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        _ = try retrying("syncfs", path) { systemSyncfs(fd) }
+    }
+
     /// fsyncs a directory so that a rename or unlink in it survives power loss.
     package static func syncDirectory(_ path: String) throws {
         let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
@@ -329,3 +337,7 @@ extension Sys {
 /// from Swift, so it is bound here by its C symbol.
 @_silgen_name("flock")
 private func systemFlock(_ fd: Int32, _ operation: Int32) -> Int32
+
+/// `syncfs(2)`: a GNU extension that Glibc's module leaves out, bound by its C symbol.
+@_silgen_name("syncfs")
+private func systemSyncfs(_ fd: Int32) -> Int32

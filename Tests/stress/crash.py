@@ -166,25 +166,11 @@ def run_one(args, plan, rng_lock, rng, env_extra, data):
         kill = rng.random() < args.kill_share
         delay = rng.uniform(0, args.max_delay_ms) / 1000.0
     env = cgi_program.environment(method, path, data, headers, body=body, extra=env_extra)
-    proc = subprocess.Popen([os.path.join(args.cgi_bin, program)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
-    started = time.monotonic()
-    try:
-        proc.stdin.write(body)
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
-    proc.stdin = None           # communicate() must not touch it again
-    if kill:
-        remaining = delay - (time.monotonic() - started)
-        if remaining > 0:
-            time.sleep(remaining)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
-    killed = proc.returncode == -signal.SIGKILL
+    out, err, returncode, _ = stresslib.run_killed(os.path.join(args.cgi_bin, program), env, body,
+                                                   delay if kill else None)
+    killed = returncode == -signal.SIGKILL
     status, _, _, whole, = cgi_program.parse_output(out)[:4]
-    plan.record(op, status, whole, killed, proc.returncode)
+    plan.record(op, status, whole, killed, returncode)
     if err and not killed:
         with plan.lock:
             plan.errors.append("%s %s: stderr %r" % (method, path, err[:300]))

@@ -9,7 +9,8 @@
 #   --seed S    the seed of the hostile requests and the crash test (default 1)
 #
 # Parts: hostile.py (malformed requests through nginx + TLS), crash.py
-# (SIGKILL mid-write, with and without signing), diskfull.sh (a full, an
+# (SIGKILL mid-write, with and without signing), bulk_crash.py (SIGKILL in
+# the middle of a POST /inbox:bulk batch), diskfull.sh (a full, an
 # inode-less and a read-only data directory: needs root for its tmpfs
 # mounts, skipped otherwise), concurrency.py (16 writers at once, per-key
 # locks). Each stack runs on a free 127.0.0.1 port with its own temporary
@@ -41,10 +42,10 @@ trap 'stop_stacks; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
 if [[ "$MODE" == full ]]; then
-    HOSTILE_REQUESTS=4000 CRASH_OPS=2000 CRASH_HMAC_OPS=1000
+    HOSTILE_REQUESTS=4000 CRASH_OPS=2000 CRASH_HMAC_OPS=1000 BULK_ROUNDS=200
     WRITERS=16 INCREMENTS=20 PUTS=12 FEED_OPS=40 EXTRA=(--direct "$MOCKCLOUD_CGI_BIN" --stuck) PART_SECONDS=600
 else
-    HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150
+    HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150 BULK_ROUNDS=20
     WRITERS=16 INCREMENTS=3 PUTS=3 FEED_OPS=10 EXTRA=() PART_SECONDS=120
 fi
 
@@ -99,6 +100,11 @@ part "crash ($CRASH_OPS writers, seed $SEED)" python3 "$STRESS_DIR/crash.py" --c
     --ops "$CRASH_OPS" --seed "$SEED"
 part "crash (signing on, $CRASH_HMAC_OPS writers, kills up to 5 ms, seed $SEED)" python3 "$STRESS_DIR/crash.py" \
     --cgi-bin "$MOCKCLOUD_CGI_BIN" --ops "$CRASH_HMAC_OPS" --seed "$SEED" --hmac --max-delay-ms 5
+
+part "bulk crash ($BULK_ROUNDS batches of 300, SIGKILL mid-batch, seed $SEED)" python3 "$STRESS_DIR/bulk_crash.py" \
+    --cgi-bin "$MOCKCLOUD_CGI_BIN" --rounds "$BULK_ROUNDS" --seed "$SEED"
+part "bulk crash (signing on, $BULK_ROUNDS batches, seed $SEED)" python3 "$STRESS_DIR/bulk_crash.py" \
+    --cgi-bin "$MOCKCLOUD_CGI_BIN" --rounds "$BULK_ROUNDS" --seed "$SEED" --hmac
 
 if [[ -z "$ONLY" || "$ONLY" == diskfull ]]; then
     if [[ "$(id -u)" == 0 ]]; then

@@ -9,8 +9,10 @@ outside the repository and the directories the caller names.
 import json
 import os
 import re
+import signal
 import socket
 import ssl
+import subprocess
 import sys
 import tempfile
 import time
@@ -178,6 +180,30 @@ def request(base, method, path, headers=None, body=None, timeout=30.0):
     if not responses:
         raise ConnectionError("%s %s: no answer (%s)" % (method, path, error))
     return responses[0]
+
+
+# ---------------------------------------------------------------- programs
+
+def run_killed(program, env, body, kill_after=None):
+    """Runs a program as fcgiwrap does (body on stdin) and, with `kill_after`
+    seconds, SIGKILLs it then if it is still running. Returns (stdout,
+    stderr, exit status (-SIGKILL when killed), seconds from start to exit)."""
+    proc = subprocess.Popen([program], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    started = time.monotonic()
+    try:
+        proc.stdin.write(body)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    proc.stdin = None           # communicate() must not touch it again
+    if kill_after is not None:
+        remaining = kill_after - (time.monotonic() - started)
+        if remaining > 0:
+            time.sleep(remaining)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    return out, err, proc.returncode, time.monotonic() - started
 
 
 # ---------------------------------------------------------------- Python layout

@@ -41,12 +41,14 @@ it "a percent-encoded path is decoded before routing (/user/%73ettings)"
 expect 404 GET /user/%73ettings -H 'X-User-Key: route-query'
 body_is '{"error": "no settings stored for this user"}'
 
+# HTTP/1.1 framing: curl would otherwise pick HTTP/2 by ALPN, where HPACK
+# shrinks long fields under the limits and Transfer-Encoding does not exist.
 it "an over-long URI answers 414 JSON"
-expect 414 GET "/user/settings?q=$(printf 'a%.0s' {1..9000})"
+expect 414 GET "/user/settings?q=$(printf 'a%.0s' {1..9000})" --http1.1
 body_is '{"error": "request URI too long"}'
 
 it "an over-long header answers 431 JSON"
-expect 431 GET /user/settings -H "X-Pad: $(printf 'a%.0s' {1..9000})"
+expect 431 GET /user/settings -H "X-Pad: $(printf 'a%.0s' {1..9000})" --http1.1
 body_is '{"error": "request header fields too large"}'
 
 it "an HTTP/1.1 request without Host answers 400 JSON"
@@ -54,7 +56,7 @@ expect 400 GET /user/settings --http1.1 -H 'Host:'
 body_is '{"error": "bad request"}'
 
 it "an unsupported Transfer-Encoding answers 501 JSON"
-expect 501 PUT /user/settings -H 'X-User-Key: u1' -H 'Transfer-Encoding: gzip' -d '{}'
+expect 501 PUT /user/settings -H 'X-User-Key: u1' -H 'Transfer-Encoding: gzip' -d '{}' --http1.1
 py 'assert set(doc) == {"error"}, doc'
 
 it "plain HTTP on the HTTPS port answers 400 JSON"

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""`make bench`'s bulk row: messages stored per second through
+`POST /inbox:bulk` of 500 versus single `PUT /inbox/<id>`s, on loopback
+through nginx + TLS, and what one item of a bulk write costs the program.
+
+    python3 Benchmarks/bulk_bench.py [--rounds 6]     (standalone: its own stack)
+
+bench.py calls `measure(port, data, inbox_program)` with its own stack and
+puts `render(result)` in its report.
+
+Both ways use one keep-alive connection (http.client, HTTP/1.1) and write new
+ids, ~400-byte bodies, one key per round; rounds alternate single and bulk.
+The per-item cost is the program run directly (as fcgiwrap runs it): the
+median wall and CPU time of a bulk of 500 minus a bulk of 1, over 499.
+"""
+import argparse
+import http.client
+import json
+import os
+import resource
+import shutil
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BATCH = 500
+SINGLES = 500
+TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+TLS.check_hostname = False
+TLS.verify_mode = ssl.CERT_NONE
+
+
+def body(i):
+    return {"type": "HKQuantityTypeIdentifierBodyMass", "uuid": "%032X" % i, "version": 1, "unit": "kg",
+            "value": 71.3 + i % 100 / 100, "startDate": "2026-05-18T04:43:04+00:00",
+            "endDate": "2026-05-18T04:43:34+00:00",
+            "source": {"name": "Body Mirror", "bundleIdentifier": "com.example.bodymirror", "version": "3.2.1"}}
+
+
+def singles(port, key):
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=TLS, timeout=60)
+    t0 = time.perf_counter()
+    for i in range(SINGLES):
+        conn.request("PUT", f"/inbox/s{i}", json.dumps(body(i)), {"X-User-Key": key, "X-Sync-Version": "1"})
+        r = conn.getresponse()
+        r.read()
+        if r.status != 201:
+            raise SystemExit(f"PUT /inbox/s{i} answered {r.status}")
+    seconds = time.perf_counter() - t0
+    conn.close()
+    return SINGLES / seconds
+
+
+def bulks(port, key, requests=4):
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=TLS, timeout=60)
+    payloads = [json.dumps({"messages": [{"id": f"b{r}-{i}", "version": 1, "body": body(i)} for i in range(BATCH)]})
+                for r in range(requests)]
+    t0 = time.perf_counter()
+    for payload in payloads:
+        conn.request("POST", "/inbox:bulk", payload, {"X-User-Key": key, "Content-Type": "application/json"})
+        r = conn.getresponse()
+        answer = r.read()
+        if r.status != 200 or b'"status": 201' not in answer:
+            raise SystemExit(f"POST /inbox:bulk answered {r.status}: {answer[:200]!r}")
+    seconds = time.perf_counter() - t0
+    conn.close()
+    return requests * BATCH / seconds
+
+
+def run_program(program, data, key, items):
+    payload = json.dumps({"messages": items}).encode()
+    env = {"PATH": "/usr/bin:/bin", "GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": "POST",
+           "DOCUMENT_URI": "/inbox:bulk", "SCRIPT_NAME": "/inbox:bulk", "REQUEST_URI": "/inbox:bulk",
+           "QUERY_STRING": "", "CONTENT_LENGTH": str(len(payload)), "CONTENT_TYPE": "application/json",
+           "HTTP_X_USER_KEY": key, "MOCKCLOUD_DATA": data, "HTTPS": "on"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run([program], input=payload, env=env, stdout=subprocess.PIPE, check=True).stdout
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if not out.startswith(b"Status: 200"):
+        raise SystemExit(f"{program} answered {out[:200]!r}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def item_cost(program, data, runs=7):
+    """(wall, cpu) seconds per item: (bulk of 500 - bulk of 1) / 499, medians."""
+    by_size = {}
+    for size in (1, BATCH):
+        walls, cpus = [], []
+        for r in range(runs):
+            items = [{"id": f"c{size}-{r}-{i}", "version": 1, "body": body(i)} for i in range(size)]
+            wall, cpu = run_program(program, data, f"cost-{size}-{r}", items)
+            walls.append(wall)
+            cpus.append(cpu)
+        by_size[size] = (statistics.median(walls), statistics.median(cpus))
+    return tuple((by_size[BATCH][k] - by_size[1][k]) / (BATCH - 1) for k in (0, 1)) + (by_size[1], by_size[BATCH])
+
+
+def measure(port, data, program, rounds=6):
+    single, bulk = [], []
+    for r in range(rounds):
+        order = [("s", singles), ("b", bulks)] if r % 2 == 0 else [("b", bulks), ("s", singles)]
+        for name, f in order:
+            (single if name == "s" else bulk).append(f(port, f"bulk-bench-{name}{r}-{os.getpid()}"))
+    wall, cpu, one, many = item_cost(program, data)
+    return dict(single=single, bulk=bulk, item_wall=wall, item_cpu=cpu, one=one, many=many, rounds=rounds)
+
+
+def render(m):
+    s, b = statistics.median(m["single"]), statistics.median(m["bulk"])
+    rows = [
+        f"| single `PUT /inbox/<id>` | {s:,.0f} | {' / '.join(f'{x:,.0f}' for x in m['single'])} | 1.00× |",
+        f"| `POST /inbox:bulk` of {BATCH} | {b:,.0f} | {' / '.join(f'{x:,.0f}' for x in m['bulk'])} | {b / s:.1f}× |",
+    ]
+    return "\n".join([
+        f"**Bulk writes** (messages stored per second on one keep-alive connection through nginx + TLS, new ids, "
+        f"~400-byte bodies; {m['rounds']} alternating rounds of {SINGLES} single PUTs and 4 bulk requests of {BATCH}; "
+        "median):", "",
+        "| how | messages/s | by round | × single |", "| --- | --- | --- | --- |", *rows, "",
+        f"One item of a bulk write costs the program {m['item_wall'] * 1000:.3f} ms of wall time and "
+        f"{m['item_cpu'] * 1000:.3f} ms of CPU (run directly: a bulk of {BATCH} took {m['many'][0] * 1000:.1f} ms, "
+        f"{m['many'][1] * 1000:.1f} ms CPU; a bulk of 1 {m['one'][0] * 1000:.1f} ms, {m['one'][1] * 1000:.1f} ms CPU; "
+        "medians of 7): one lock, one change-log append with one `fdatasync`, one `syncfs` of the new files and "
+        "one directory `fsync` per request."])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=6)
+    args = ap.parse_args()
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, HERE)
+    import bench  # noqa: E402  (its Stack and helpers)
+    work = tempfile.mkdtemp(prefix="mcbb.", dir="/tmp")
+    stack = bench.Stack("ours", work, bench.CGI_BIN)
+    try:
+        stack.start()
+        print(render(measure(stack.port, stack.data, os.path.join(bench.CGI_BIN, "inbox"), args.rounds)))
+    finally:
+        stack.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

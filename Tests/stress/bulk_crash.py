@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""SIGKILL `POST /inbox:bulk` in the middle of its batch, then prove that no
+item is torn and that sending the same request again converges.
+
+    bulk_crash.py [--cgi-bin DIR] [--rounds 40] [--items 300] [--ids 400]
+                  [--seed 1] [--hmac]
+
+Each round sends one bulk request to the inbox program, run directly as
+fcgiwrap runs it: --items puts (each at a version higher than any before)
+and deletions over --ids ids, some ids several times in the batch. The first
+round runs whole and times a batch; most later
+rounds are killed at a random 50-100% of that time after the program started.
+After each round, with no process running, it proves:
+  - the data directory is whole (stresslib.check_data_dir: envelopes parse,
+    the change log has whole records, every live message's seq in its log);
+  - every message the batch named is either in its state before the round
+    or in its final state from the batch (never another, never torn); every
+    other message is unchanged; an answered round left every final state;
+  - the feed from no anchor lists exactly the live messages, each once;
+  - the same request sent again (not killed) answers 200, and then every
+    message is in its final state from the batch.
+Prints the figures and `N passed, M failed`.
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stresslib  # noqa: E402
+import cgi_program  # noqa: E402  (Tests/support/, on the path stresslib sets)
+
+KEY = "bulk-crash"
+
+
+def run(args, env_extra, data, method, path, body=b"", query="", kill_after=None):
+    headers = {"X-User-Key": KEY, "X-Device-Id": "crash"}
+    env = cgi_program.environment(method, path, data, headers, query=query, body=body, extra=env_extra)
+    out, err, returncode, run.last_seconds = stresslib.run_killed(os.path.join(args.cgi_bin, "inbox"), env, body,
+                                                                  kill_after)
+    status, _, answer, whole = cgi_program.parse_output(out)[:4]
+    return status, answer, whole, returncode == -signal.SIGKILL, err
+
+
+def state(args, env_extra, data):
+    """id -> (version, body) of every live message, from the feed (pages of 97)."""
+    live, anchor, problems = {}, None, []
+    for _ in range(10000):
+        query = "limit=97" + ("&anchor=" + anchor if anchor else "")
+        status, body, whole, _, _ = run(args, env_extra, data, "GET", "/inbox", query=query)
+        if status == 200 and whole:
+            page = json.loads(body)
+        else:
+            problems.append("feed %s: %s %r" % (query, status, body[:200]))
+            break
+        for m in page["messages"]:
+            if m["id"] in live:
+                problems.append("feed: %s listed twice" % m["id"])
+            live[m["id"]] = (m["version"], json.dumps(m["body"], sort_keys=True))
+        anchor = page["anchor"]
+        if not page["hasMore"]:
+            break
+    return live, problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--cgi-bin", default=os.path.join(here, "..", "..", "cgi-bin"))
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--items", type=int, default=300)
+    ap.add_argument("--ids", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hmac", action="store_true")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    work = stresslib.make_temp_dir("mcbulkcrash.")
+    data = os.path.join(work, "data")
+    os.makedirs(data, mode=0o700)
+    env_extra = {}
+    if args.hmac:
+        keys = os.path.join(work, "hmac.keys")
+        with open(os.open(keys, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write("kc:%s\n" % os.urandom(32).hex())
+        env_extra["MOCKCLOUD_HMAC_KEYS"] = keys
+    checks = stresslib.Checks()
+    torn, wrong, retry_problems, feed_problems, dir_problems = [], [], [], [], []
+    figures = {"rounds": 0, "killed": 0, "killed with the batch partly in place": 0,
+               "killed with the batch wholly in place": 0, "answered": 0, "items sent": 0}
+    before = {}
+    batch_seconds = 0.0
+    try:
+        for round_no in range(1, args.rounds + 1):
+            items, final = [], {}
+            for _ in range(args.items):
+                ident = "b%04d" % rng.randrange(args.ids)
+                if rng.random() < 0.15:
+                    items.append({"id": ident, "deleted": True})
+                    if (final[ident] if ident in final else before.get(ident)) is not None:
+                        final[ident] = None
+                    continue
+                body = {"round": round_no, "n": len(items), "pad": "p" * rng.choice([0, 50, 400, 3000])}
+                items.append({"id": ident, "version": round_no, "body": body})
+                final[ident] = (round_no, json.dumps(body, sort_keys=True))
+            request = json.dumps({"messages": items}).encode()
+            # The first round runs whole and times a batch; later kills fall
+            # anywhere in such a time, most of them while the files change.
+            kill = round_no > 1 and rng.random() < 0.8
+            moment = rng.uniform(0.5, 1.0) * batch_seconds
+            status, _, whole, killed, err = run(args, env_extra, data, "POST", "/inbox:bulk", request,
+                                                kill_after=moment if kill else None)
+            if status == 200 and whole:
+                batch_seconds = run.last_seconds
+            figures["rounds"] += 1
+            figures["items sent"] += len(items)
+            answered = status == 200 and whole
+            figures["answered" if answered else "killed"] += 1
+            if not answered and not killed:
+                wrong.append("round %d: %s without a whole answer: %r" % (round_no, status, err[:300]))
+            report = stresslib.check_data_dir(data, allow_torn=True, allow_temporary=True)
+            dir_problems += ["round %d: %s" % (round_no, p) for p in report.problems]
+            now, problems = state(args, env_extra, data)
+            feed_problems += ["round %d: %s" % (round_no, p) for p in problems]
+            targets = [i for i in final if final[i] != before.get(i)]
+            landed = sum(now.get(i) == final[i] for i in targets)
+            if not answered and 0 < landed < len(targets):
+                figures["killed with the batch partly in place"] += 1
+            elif not answered and landed:
+                figures["killed with the batch wholly in place"] += 1
+            for ident in set(before) | set(now) | set(final):
+                old, new, got = before.get(ident), final.get(ident, before.get(ident)), now.get(ident)
+                if ident not in final and got != old:
+                    wrong.append("round %d: %s changed though the batch never named it" % (round_no, ident))
+                elif answered and got != new:
+                    wrong.append("round %d: %s is %r after a 200, expected %r" % (round_no, ident, got, new))
+                elif got not in (old, new):
+                    torn.append("round %d: %s is %r, neither before %r nor after %r" % (round_no, ident, got, old, new))
+            if not answered:
+                status, answer, whole, _, err = run(args, env_extra, data, "POST", "/inbox:bulk", request)
+                if status != 200 or not whole:
+                    retry_problems.append("round %d: the retry answered %s %r %r" % (round_no, status, answer[:200], err[:200]))
+                now, problems = state(args, env_extra, data)
+                feed_problems += ["round %d, retried: %s" % (round_no, p) for p in problems]
+                expected = dict(before)
+                for ident, value in final.items():
+                    if value is None:
+                        expected.pop(ident, None)
+                    else:
+                        expected[ident] = value
+                if now != expected:
+                    diff = sorted(set(now.items()) ^ set(expected.items()))[:3]
+                    retry_problems.append("round %d: after the retry the inbox is not the batch's final state: %r"
+                                          % (round_no, diff))
+            before = now
+        checks.check("the data directory stays whole through every killed batch", dir_problems)
+        checks.check("no item torn: each is in its old or its new state", torn)
+        checks.check("untouched messages unchanged; an answered batch left every final state", wrong)
+        checks.check("the feed lists every live message once", feed_problems)
+        checks.check("sending the same request again converges to the batch's final state", retry_problems)
+        checks.check("some kills landed while the batch's files were changing (else this proved little)",
+                     figures["killed with the batch partly in place"] > 0 or args.rounds < 5)
+        print("  figures: " + ", ".join("%s %d" % kv for kv in figures.items()))
+    finally:
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+    return checks.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
