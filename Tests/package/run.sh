@@ -65,7 +65,7 @@ out="$("$ROOTDIR/usr/bin/mockcloud-admin" backup "$WORK/no-data" "$WORK/x.tar" 2
 
 it "the site: port 8443, the snippet included, the upstream commented out in one place, the package's paths"
 site="$ROOTDIR/etc/nginx/sites-available/mockcloud"
-grep -q '^    listen 8443 ssl;' "$site" || fail "no listen 8443 ssl"
+grep -q '^    listen 8443 ssl http2;' "$site" || fail "no listen 8443 ssl http2 (HTTP/2 for the phone's syncs)"
 grep -q 'include /etc/nginx/snippets/mockcloud-locations.conf;' "$site" || fail "the snippet is not included"
 [[ "$(grep -c '^ *#* *proxy_pass ' "$site")" == 1 ]] && grep -q '^    #    proxy_pass ' "$site" || fail "proxy_pass: $(grep proxy_pass "$site")"
 grep -q 'set $mockcloud_cgi_bin      /usr/lib/mockcloud/cgi-bin;' "$site" || fail "cgi-bin path"

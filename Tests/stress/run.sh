@@ -34,7 +34,7 @@ while (($# > 0)); do
     shift
 done
 [[ "$SEED" =~ ^[0-9]+$ ]] || { echo "--seed takes a whole number" >&2; exit 2; }
-case "$ONLY" in "" | hostile | crash | diskfull | concurrency) ;; *) echo "unknown part: $ONLY" >&2; exit 2 ;; esac
+case "$ONLY" in "" | hostile | crash | bulk | diskfull | concurrency) ;; *) echo "unknown part: $ONLY" >&2; exit 2 ;; esac
 
 WORK="$(mktemp -d /tmp/mcs.XXXXXX)"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
