@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Instructions (callgrind, deterministic) of the four requests the speed work
+# Instructions (callgrind, deterministic) of the five requests the speed work
 # is about, run on the installed release programs with the CGI environment
 # nginx's snippet sets (the harness's Tests/support/cgi_program.py):
 #   settings-get   GET /user/settings (a stored document)
 #   settings-put   PUT /user/settings (replacing a stored document)
 #   inbox-put      PUT /inbox/<id> on a fresh inbox (creates the log)
 #   feed-page      GET /inbox?anchor=0.0.0&limit=10 over 10 messages
+#   bulk-500       POST /inbox:bulk of 500 new ~400-byte samples (bench-lan's)
 # Prints `name instructions` lines.  Usage: Benchmarks/instructions.sh [BIN_DIR]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,3 +41,16 @@ request settings-put user-settings PUT /user/settings "" "$SETTINGS"
 request inbox-put inbox PUT /inbox/m1 "" '{"type": "scan", "kg": 70.1}'
 for i in 2 3 4 5 6 7 8 9 10; do request - inbox PUT "/inbox/m$i" "" "{\"type\": \"scan\", \"kg\": 70.$i}"; done
 request feed-page inbox GET /inbox "anchor=0.0.0&limit=10"
+BULK="$(python3 - <<'PY'
+import json
+sample = lambda i: {"type": "HKQuantityTypeIdentifierBodyMass", "uuid": "6F1C2A64-0000-4000-8000-%012X" % i,
+                    "syncIdentifier": "mirror-1.scan.%06d" % i, "syncVersion": 1, "unit": "kg",
+                    "value": 71.3 + i % 100 / 100, "startDate": "2026-05-18T04:43:04+00:00",
+                    "endDate": "2026-05-18T04:43:34+00:00",
+                    "source": {"name": "Body Mirror", "bundleIdentifier": "com.example.bodymirror",
+                               "productType": "Mirror1,1", "version": "3.2.1"},
+                    "metadata": {"HKWasUserEntered": False}}
+print(json.dumps({"messages": [{"id": "mirror-1.scan.%06d" % i, "version": 1, "body": sample(i)} for i in range(500)]}))
+PY
+)"
+request bulk-500 inbox POST /inbox:bulk "" "$BULK"

@@ -142,10 +142,11 @@ extension InboxRoute {
         guard let body = object["body"], body.objectValue != nil else {
             return invalid(400, "body must be a JSON object")
         }
-        if JSONPrinter.compact(body).count > bodyLimit {
+        let printed = PrintedJSON(body)  // measured here, stored as it is
+        if printed.compact.count > bodyLimit {
             return invalid(413, RequestError.bodyTooLarge(limit: bodyLimit).message)
         }
-        return .change(.put(id, version: version, body: body))
+        return .change(.put(id, version: version, body: printed))
     }
 }
 

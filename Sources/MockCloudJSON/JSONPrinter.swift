@@ -72,6 +72,19 @@ package enum JSONPrinter {
     /// (lowercase hex, surrogate pairs above U+FFFF).
     package static func writeString(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (keys, ids, dates, units) are printable ASCII with no
+        // quote or backslash: one scan, one copy. The scalar loop below
+        // costs about ten times more per byte (a bulk write of 500 samples
+        // spent a quarter of its instructions there).
+        let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            for byte in bytes where byte < 0x20 || byte > 0x7E || byte == 0x22 || byte == 0x5C { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for scalar in text.unicodeScalars {
             let v = scalar.value
             switch v {

@@ -15,6 +15,9 @@ package struct Envelope: Sendable, Equatable {
     /// The bytes it was read from, when it was read from disk: the feed
     /// sends them as they are instead of printing the envelope again.
     var stored: [UInt8]?
+    /// `body` printed compact, when the writer had it printed already
+    /// (`init(…body: PrintedJSON)`): `bytes` splices it in.
+    private var printedBody: [UInt8]?
 
     package static func == (a: Envelope, b: Envelope) -> Bool {
         (a.id, a.version, a.seq, a.source, a.serverReceivedAt, a.body)
@@ -26,14 +29,20 @@ package struct Envelope: Sendable, Equatable {
     /// `{"id", "version", "seq", "source", "serverReceivedAt", "body"}`, or for
     /// a tombstone `{"id", "version", "seq", "source", "serverReceivedAt", "deleted": true}`.
     package var json: JSONValue {
+        var object = header
+        if let body { object["body"] = body } else { object["deleted"] = .bool(true) }
+        return .object(object)
+    }
+
+    /// The members before `body` or `deleted`.
+    private var header: JSONObject {
         var object = JSONObject()
         object["id"] = .string(id.rawValue)
         object["version"] = .number(String(version))
         object["seq"] = .number(String(seq))
         object["source"] = source.map(JSONValue.string) ?? .null
         object["serverReceivedAt"] = .string(serverReceivedAt)
-        if let body { object["body"] = body } else { object["deleted"] = .bool(true) }
-        return .object(object)
+        return object
     }
 
     /// The `{"id", "seq"}` entry a deletion makes in the feed.
@@ -41,8 +50,18 @@ package struct Envelope: Sendable, Equatable {
         .object(JSONObject([JSONMember("id", .string(id.rawValue)), JSONMember("seq", .number(String(seq)))]))
     }
 
-    /// The bytes stored on disk.
-    package var bytes: [UInt8] { stored ?? JSONPrinter.compact(json) }
+    /// The bytes stored on disk: `JSONPrinter.compact(json)`.
+    package var bytes: [UInt8] {
+        if let stored { return stored }
+        guard let printedBody, body != nil else { return JSONPrinter.compact(json) }
+        // `body` is the last member: the header's `}` becomes `, "body": <body>}`.
+        var out = JSONPrinter.compact(.object(header))
+        out.removeLast()
+        out.append(contentsOf: #", "body": "#.utf8)
+        out.append(contentsOf: printedBody)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
 
     package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: JSONValue?) {
         self.id = id
@@ -51,6 +70,12 @@ package struct Envelope: Sendable, Equatable {
         self.source = source
         self.serverReceivedAt = serverReceivedAt
         self.body = body
+    }
+
+    /// A live message whose body is printed already.
+    package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: PrintedJSON) {
+        self.init(id: id, version: version, seq: seq, source: source, serverReceivedAt: serverReceivedAt, body: body.value)
+        printedBody = body.compact
     }
 
     /// Reads a stored envelope; `nil` when the bytes are not one. The feed

@@ -54,7 +54,7 @@ package struct InboxStore: Sendable {
 
     /// Stores `body` under `id` with the sync version rules of HealthKit.
     package func put(_ id: MessageID, version: Int64, source: String?, body: JSONValue) throws -> PutOutcome {
-        switch try applyOne(.put(id, version: version, body: body), source: source) {
+        switch try applyOne(.put(id, version: version, body: PrintedJSON(body)), source: source) {
         case .written(let outcome): return outcome
         case .deleted: preconditionFailure("a put answered as a deletion")
         case .refused(let error): throw error
@@ -71,7 +71,7 @@ package struct InboxStore: Sendable {
 
     /// One change: a PUT or a DELETE of one message.
     package enum Change: Sendable {
-        case put(MessageID, version: Int64, body: JSONValue)
+        case put(MessageID, version: Int64, body: PrintedJSON)
         case delete(MessageID)
 
         package var id: MessageID {
@@ -178,7 +178,7 @@ package struct InboxStore: Sendable {
         case .put(let id, let version, let body):
             if let current, isLive {
                 if version < current.version { return .refused(.lowerVersion(incoming: version, current: current)) }
-                if version == current.version, current.body.map(JSONPrinter.compact) == JSONPrinter.compact(body) {
+                if version == current.version, current.body.map(JSONPrinter.compact) == body.compact {
                     return .written(.unchanged(current))
                 }
             }

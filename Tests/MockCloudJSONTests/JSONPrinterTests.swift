@@ -57,6 +57,14 @@ import Testing
         ("a\r\nb", #""a\r\nb""#),
         ("e\u{301}", #""e\u0301""#),
         ("~ ", #""~ ""#),
+        // Longer than a small string (15 bytes), clean and with one byte to
+        // escape at either end: the copy in one piece and the scalar loop.
+        ("HKQuantityTypeIdentifierBodyMass 2026-05-18T04:43:04+00:00",
+         #""HKQuantityTypeIdentifierBodyMass 2026-05-18T04:43:04+00:00""#),
+        ("HKQuantityTypeIdentifierBodyMass\"", #""HKQuantityTypeIdentifierBodyMass\"""#),
+        ("\u{7F}HKQuantityTypeIdentifierBodyMass", #""\u007fHKQuantityTypeIdentifierBodyMass""#),
+        ("Body Mirror \u{1F}", #""Body Mirror \u001f""#),
+        ("Körperwaage im Badezimmer", #""K\u00f6rperwaage im Badezimmer""#),
     ])
     func stringsAreEscapedAsPythonEnsureASCII(_ text: String, _ expected: String) {
         #expect(compactText(.string(text)) == expected)
