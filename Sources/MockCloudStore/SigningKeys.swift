@@ -77,7 +77,7 @@ package struct SigningKeys: Sendable {
     /// Hex when every character is a hex digit (and the count is even), else base64.
     static func decodeSecret(_ text: [UInt8]) -> [UInt8]? {
         if !text.isEmpty, text.count % 2 == 0, text.allSatisfy({ ASCII.hexValue($0) != nil }) {
-            return ASCII.decodeHex(text)
+            return ASCII.decodeHex(text[...])
         }
         return ASCII.decodeBase64(text)
     }
