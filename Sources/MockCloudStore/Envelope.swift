@@ -11,7 +11,9 @@ package struct Envelope: Sendable, Equatable {
     package var source: String?
     package var serverReceivedAt: String
     /// The client's JSON object, kept intact; `nil` for a tombstone.
-    package var body: JSONValue?
+    package var body: JSONValue? {
+        didSet { printedBody = nil }  // printed for the old body
+    }
     /// The bytes it was read from, when it was read from disk: the feed
     /// sends them as they are instead of printing the envelope again.
     var stored: [UInt8]?
@@ -61,6 +63,14 @@ package struct Envelope: Sendable, Equatable {
         out.append(contentsOf: printedBody)
         out.append(UInt8(ascii: "}"))
         return out
+    }
+
+    /// Prints the envelope into `stored`, once its fields are final; the
+    /// printed body is then part of it and is let go (a bulk of 8 MiB would
+    /// otherwise hold each body three times).
+    mutating func printOnce() {
+        stored = bytes
+        printedBody = nil
     }
 
     package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: JSONValue?) {

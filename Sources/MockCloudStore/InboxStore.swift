@@ -203,7 +203,7 @@ package struct InboxStore: Sendable {
         envelope.seq = seq
         envelope.source = source
         envelope.serverReceivedAt = receivedAt
-        envelope.stored = envelope.bytes  // printed once, for the file and the answer
+        envelope.printOnce()  // for the file and the answer
         outcome.written = envelope
         if envelope.isTombstone { live -= 1 } else if !wasLive { live += 1 }
         return ChangeRecord(seq: seq, deleted: envelope.isTombstone, live: live, id: envelope.id)

@@ -24,6 +24,13 @@ import Testing
         #expect(Envelope(bytes: printed.bytes) == plain)
     }
 
+    @Test func aBodyChangedAfterwardsIsPrintedAnew() throws {
+        var envelope = Envelope(id: try #require(MessageID("nm-1")), version: 1, seq: 2, source: nil,
+                                serverReceivedAt: "", body: PrintedJSON(.object(JSONObject())))
+        envelope.body = try JSONParser.parse(Array(#"{"kg": 70}"#.utf8))
+        #expect(envelope.bytes == JSONPrinter.compact(envelope.json))
+    }
+
     @Test func aPrintedBodyIsTheCompactForm() throws {
         let value = try JSONParser.parse(Array(#"{"a":[1,{"b":"\u00e9"}]}"#.utf8))
         #expect(String(decoding: PrintedJSON(value).compact, as: UTF8.self) == #"{"a": [1, {"b": "\u00e9"}]}"#)
