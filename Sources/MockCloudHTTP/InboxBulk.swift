@@ -1,6 +1,5 @@
 import MockCloudJSON
 import MockCloudStore
-import MockCloudSystem
 
 /// What is wrong with a `POST /inbox:bulk` request as a whole: nothing is written.
 package enum InboxBulkError: HTTPResponseError, Equatable {
@@ -132,9 +131,7 @@ extension InboxRoute {
         }
         var version: Int64 = 0
         if let value = object["version"] {
-            guard case .number(let text) = value, text.utf8.count <= 18, text.utf8.allSatisfy(ASCII.isDigit),
-                let number = Int64(text)
-            else {
+            guard case .number(let text) = value, let number = syncVersion(text) else {
                 return invalid(400, "invalid version \(String(decoding: JSONPrinter.compact(value), as: UTF8.self)): must be a non-negative integer")
             }
             version = number

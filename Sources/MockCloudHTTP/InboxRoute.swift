@@ -137,14 +137,19 @@ package struct InboxRoute: Sendable {
     private static func writeFields(_ request: CGIRequest) throws -> (Int64, String?, JSONValue) {
         var version: Int64 = 0
         if let text = request.header("X-Sync-Version") {
-            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy(ASCII.isDigit),
-                let value = Int64(text)
-            else { throw InboxRequestError.invalidSyncVersion(text) }
+            guard let value = syncVersion(text) else { throw InboxRequestError.invalidSyncVersion(text) }
             version = value
         }
         let source = try source(request)
         let body = try request.jsonObjectBody(or: RequestError.notAnObject)
         return (version, source, .object(body))
+    }
+
+    /// A sync version as `X-Sync-Version` or a bulk item's `version` spells
+    /// it: 1 to 18 decimal digits (no sign, no point, no exponent).
+    static func syncVersion(_ text: String) -> Int64? {
+        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy(ASCII.isDigit) else { return nil }
+        return Int64(text)
     }
 
     static func source(_ request: CGIRequest) throws -> String? {

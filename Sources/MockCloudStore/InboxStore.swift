@@ -130,7 +130,6 @@ package struct InboxStore: Sendable {
             var states: [MessageID: Envelope?] = [:]  // after the changes so far
             var stored: [MessageID: Envelope?] = [:]  // on disk before this request
             var order: [MessageID] = []  // ids changed, first change first
-            var ordered: Set<MessageID> = []
             var records: [ChangeRecord] = []
             var outcomes: [ChangeOutcome] = []
             var live = try liveCount(log)
@@ -150,7 +149,7 @@ package struct InboxStore: Sendable {
                                       live: &live) {
                     seq += 1
                     records.append(record)
-                    if ordered.insert(id).inserted { order.append(id) }
+                    if states[id] == nil { order.append(id) }  // its first change that writes
                     states[id] = .some(outcome.written)
                 }
                 outcomes.append(outcome)

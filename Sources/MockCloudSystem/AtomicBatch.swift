@@ -87,11 +87,7 @@ package struct AtomicBatch {
         }
         staged = 0
         otherTemporaries = []
-        do {
-            try Sys.syncDirectory(directory)
-        } catch let error as SystemError {
-            throw StorageError(error, .syncingAfterCommit)
-        }
+        try AtomicFile.syncAfterCommit(directory)
     }
 
     /// Removes whatever is staged and not yet renamed.

@@ -12,7 +12,7 @@ package enum AtomicFile {
     }
 
     /// fsyncs the directory of a change that is already in place.
-    private static func syncAfterCommit(_ directory: String) throws {
+    static func syncAfterCommit(_ directory: String) throws {
         do {
             try Sys.syncDirectory(directory)
         } catch let error as SystemError {
