@@ -48,22 +48,12 @@ def run(args, env_extra, data, method, path, body=b"", query="", kill_after=None
 
 def state(args, env_extra, data):
     """id -> (version, body) of every live message, from the feed (pages of 97)."""
-    live, anchor, problems = {}, None, []
-    for _ in range(10000):
-        query = "limit=97" + ("&anchor=" + anchor if anchor else "")
-        status, body, whole, _, _ = run(args, env_extra, data, "GET", "/inbox", query=query)
-        if status == 200 and whole:
-            page = json.loads(body)
-        else:
-            problems.append("feed %s: %s %r" % (query, status, body[:200]))
-            break
-        for m in page["messages"]:
-            if m["id"] in live:
-                problems.append("feed: %s listed twice" % m["id"])
-            live[m["id"]] = (m["version"], json.dumps(m["body"], sort_keys=True))
-        anchor = page["anchor"]
-        if not page["hasMore"]:
-            break
+    messages, _, problems = stresslib.read_feed(os.path.join(args.cgi_bin, "inbox"), env_extra, data, KEY, 97)
+    live = {}
+    for m in messages:
+        if m["id"] in live:
+            problems.append("feed: %s listed twice" % m["id"])
+        live[m["id"]] = (m["version"], json.dumps(m["body"], sort_keys=True))
     return live, problems
 
 

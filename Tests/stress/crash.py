@@ -181,27 +181,6 @@ def program(args, env_extra, data, name, method, path, headers=None, query="", b
     return cgi_program.run(os.path.join(args.cgi_bin, name), method, path, data, headers, query, body, env_extra)
 
 
-def read_feed(args, env_extra, data, key, limit):
-    """Every page from no anchor; (messages, deleted, problems)."""
-    messages, deleted, problems, anchor = [], [], [], None
-    for _ in range(10000):
-        query = "limit=%d" % limit + ("&anchor=" + anchor if anchor else "")
-        status, _, body, whole, _ = program(args, env_extra, data, "inbox", "GET", "/inbox", {"X-User-Key": key},
-                                            query=query)
-        if status != 200 or not whole:
-            problems.append("feed %s %s: %s %r" % (key, query, status, body[:200]))
-            break
-        page = json.loads(body)
-        messages += page["messages"]
-        deleted += page["deleted"]
-        anchor = page["anchor"]
-        if page["hasMore"] is False:
-            break
-    else:
-        problems.append("feed %s: more than 10000 pages" % key)
-    return messages, deleted, problems
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cgi-bin", default=stresslib.DEFAULT_CGI_BIN)
@@ -322,7 +301,7 @@ def main():
         for key in INBOX_KEYS:
             live = {i: d for (k, i), d in report.live.items() if k == key}
             for limit in (7, 1000):
-                messages, deleted, problems = read_feed(args, env_extra, data, key, limit)
+                messages, deleted, problems = stresslib.read_feed(os.path.join(args.cgi_bin, "inbox"), env_extra, data, key, limit)
                 feed_problems += problems
                 ids = [m["id"] for m in messages]
                 twice = [i for i, c in collections.Counter(ids + [d["id"] for d in deleted]).items() if c > 1]

@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 import formats  # noqa: E402
+import cgi_program  # noqa: E402
 DEFAULT_CGI_BIN = os.environ.get("MOCKCLOUD_CGI_BIN") or os.path.join(REPO, "cgi-bin")
 
 # Clients may send numbers of any length; the checks must read them back.
@@ -448,6 +449,28 @@ def snapshot(root, skip=()):
                 continue
             found[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns)
     return found
+
+
+def read_feed(inbox_program, env_extra, data, key, limit):
+    """Every feed page of `key` from no anchor, the program run as fcgiwrap
+    runs it; (messages, deleted, problems)."""
+    messages, deleted, problems, anchor = [], [], [], None
+    for _ in range(10000):
+        query = "limit=%d" % limit + ("&anchor=" + anchor if anchor else "")
+        status, _, body, whole, _ = cgi_program.run(inbox_program, "GET", "/inbox", data, {"X-User-Key": key},
+                                                    query, extra=env_extra)
+        if status != 200 or not whole:
+            problems.append("feed %s %s: %s %r" % (key, query, status, body[:200]))
+            break
+        page = json.loads(body)
+        messages += page["messages"]
+        deleted += page["deleted"]
+        anchor = page["anchor"]
+        if page["hasMore"] is False:
+            break
+    else:
+        problems.append("feed %s: more than 10000 pages" % key)
+    return messages, deleted, problems
 
 
 def make_temp_dir(prefix):
