@@ -28,6 +28,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.dont_write_bytecode = True     # no __pycache__ in the repository
+sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+import cgi_program  # noqa: E402
+sys.path.insert(0, HERE)
+from samples import sample  # noqa: E402
 BATCH = 500
 SINGLES = 500
 TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -35,18 +40,11 @@ TLS.check_hostname = False
 TLS.verify_mode = ssl.CERT_NONE
 
 
-def body(i):
-    return {"type": "HKQuantityTypeIdentifierBodyMass", "uuid": "%032X" % i, "version": 1, "unit": "kg",
-            "value": 71.3 + i % 100 / 100, "startDate": "2026-05-18T04:43:04+00:00",
-            "endDate": "2026-05-18T04:43:34+00:00",
-            "source": {"name": "Body Mirror", "bundleIdentifier": "com.example.bodymirror", "version": "3.2.1"}}
-
-
 def singles(port, key):
     conn = http.client.HTTPSConnection("127.0.0.1", port, context=TLS, timeout=60)
     t0 = time.perf_counter()
     for i in range(SINGLES):
-        conn.request("PUT", f"/inbox/s{i}", json.dumps(body(i)), {"X-User-Key": key, "X-Sync-Version": "1"})
+        conn.request("PUT", f"/inbox/s{i}", json.dumps(sample(i)), {"X-User-Key": key, "X-Sync-Version": "1"})
         r = conn.getresponse()
         r.read()
         if r.status != 201:
@@ -58,7 +56,7 @@ def singles(port, key):
 
 def bulks(port, key, requests=4):
     conn = http.client.HTTPSConnection("127.0.0.1", port, context=TLS, timeout=60)
-    payloads = [json.dumps({"messages": [{"id": f"b{r}-{i}", "version": 1, "body": body(i)} for i in range(BATCH)]})
+    payloads = [json.dumps({"messages": [{"id": f"b{r}-{i}", "version": 1, "body": sample(i)} for i in range(BATCH)]})
                 for r in range(requests)]
     t0 = time.perf_counter()
     for payload in payloads:
@@ -74,10 +72,8 @@ def bulks(port, key, requests=4):
 
 def run_program(program, data, key, items):
     payload = json.dumps({"messages": items}).encode()
-    env = {"PATH": "/usr/bin:/bin", "GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": "POST",
-           "DOCUMENT_URI": "/inbox:bulk", "SCRIPT_NAME": "/inbox:bulk", "REQUEST_URI": "/inbox:bulk",
-           "QUERY_STRING": "", "CONTENT_LENGTH": str(len(payload)), "CONTENT_TYPE": "application/json",
-           "HTTP_X_USER_KEY": key, "MOCKCLOUD_DATA": data, "HTTPS": "on"}
+    env = cgi_program.environment("POST", "/inbox:bulk", data,
+                                  {"X-User-Key": key, "Content-Type": "application/json"}, body=payload)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run([program], input=payload, env=env, stdout=subprocess.PIPE, check=True).stdout
@@ -94,7 +90,7 @@ def item_cost(program, data, runs=7):
     for size in (1, BATCH):
         walls, cpus = [], []
         for r in range(runs):
-            items = [{"id": f"c{size}-{r}-{i}", "version": 1, "body": body(i)} for i in range(size)]
+            items = [{"id": f"c{size}-{r}-{i}", "version": 1, "body": sample(i)} for i in range(size)]
             wall, cpu = run_program(program, data, f"cost-{size}-{r}", items)
             walls.append(wall)
             cpus.append(cpu)
@@ -134,16 +130,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args()
-    sys.dont_write_bytecode = True
-    sys.path.insert(0, HERE)
-    import bench  # noqa: E402  (its Stack and helpers)
+    import bench  # noqa: E402  (its stack and helpers)
     work = tempfile.mkdtemp(prefix="mcbb.", dir="/tmp")
-    stack = bench.Stack("ours", work, bench.CGI_BIN)
+    servers = []
     try:
-        stack.start()
-        print(render(measure(stack.port, stack.data, os.path.join(bench.CGI_BIN, "inbox"), args.rounds)))
+        ours = bench.start_stack(servers, "ours", work, bench.CGI_BIN)
+        print(render(measure(ours.port, ours.data, os.path.join(bench.CGI_BIN, "inbox"), args.rounds)))
     finally:
-        stack.stop()
+        for server in servers:
+            server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

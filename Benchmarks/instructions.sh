@@ -7,7 +7,7 @@
 #   settings-put   PUT /user/settings (replacing a stored document)
 #   inbox-put      PUT /inbox/<id> on a fresh inbox (creates the log)
 #   feed-page      GET /inbox?anchor=0.0.0&limit=10 over 10 messages
-#   bulk-500       POST /inbox:bulk of 500 new ~400-byte samples (bench-lan's)
+#   bulk-500       POST /inbox:bulk of 500 new samples (Benchmarks/samples.py)
 # Prints `name instructions` lines.  Usage: Benchmarks/instructions.sh [BIN_DIR]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -48,15 +48,11 @@ HMAC_KEYS="$WORK/hmac.keys" USER_KEY=signed-1 request signed-get user-settings G
 request inbox-put inbox PUT /inbox/m1 "" '{"type": "scan", "kg": 70.1}'
 for i in 2 3 4 5 6 7 8 9 10; do request - inbox PUT "/inbox/m$i" "" "{\"type\": \"scan\", \"kg\": 70.$i}"; done
 request feed-page inbox GET /inbox "anchor=0.0.0&limit=10"
-BULK="$(python3 - <<'PY'
-import json
-sample = lambda i: {"type": "HKQuantityTypeIdentifierBodyMass", "uuid": "6F1C2A64-0000-4000-8000-%012X" % i,
-                    "syncIdentifier": "mirror-1.scan.%06d" % i, "syncVersion": 1, "unit": "kg",
-                    "value": 71.3 + i % 100 / 100, "startDate": "2026-05-18T04:43:04+00:00",
-                    "endDate": "2026-05-18T04:43:34+00:00",
-                    "source": {"name": "Body Mirror", "bundleIdentifier": "com.example.bodymirror",
-                               "productType": "Mirror1,1", "version": "3.2.1"},
-                    "metadata": {"HKWasUserEntered": False}}
+BULK="$(python3 - "$ROOT/Benchmarks" <<'PY'
+import json, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from samples import sample
 print(json.dumps({"messages": [{"id": "mirror-1.scan.%06d" % i, "version": 1, "body": sample(i)} for i in range(500)]}))
 PY
 )"

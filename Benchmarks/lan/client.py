@@ -12,17 +12,21 @@ the link: /sys/class/net/mclan0/statistics).
 import argparse
 import asyncio
 import json
+import os
 import socket
 import statistics
 import sys
 import time
 import urllib.parse
-import uuid
 import warnings
 
 import httpx
 import requests
 import urllib3
+
+sys.dont_write_bytecode = True  # no __pycache__ in the repository
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from samples import sample  # noqa: E402  (Benchmarks/samples.py)
 
 warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
 DEVICE = "mclan0"
@@ -38,24 +42,6 @@ def wire_bytes():
         with open(f"/sys/class/net/{DEVICE}/statistics/{way}") as f:
             total += int(f.read())
     return total
-
-
-def sample(i, run):
-    """A HealthKit-like quantity sample, about 400 bytes of JSON."""
-    start = 1_780_000_000 + i * 60
-    return {
-        "type": "HKQuantityTypeIdentifierBodyMass",
-        "uuid": str(uuid.UUID(int=(run << 64) | i)).upper(),
-        "syncIdentifier": f"mirror-1.scan.{run}.{i:06d}",
-        "syncVersion": 1,
-        "unit": "kg",
-        "value": 71.3 + (i % 100) / 100,
-        "startDate": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(start)),
-        "endDate": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(start + 30)),
-        "source": {"name": "Body Mirror", "bundleIdentifier": "com.example.bodymirror",
-                   "productType": "Mirror1,1", "version": "3.2.1"},
-        "metadata": {"HKWasUserEntered": False},
-    }
 
 
 class Scenario:
