@@ -17,6 +17,7 @@
 #   MOCKCLOUD_TOKENS                              passed to the programs
 #   MOCKCLOUD_INBOX_MAX_MESSAGES, MOCKCLOUD_INBOX_TOMBSTONE_HORIZON,
 #   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
+#   MOCKCLOUD_MIN_FREE_MB                         passed to both programs
 #   MOCKCLOUD_LIMITS    off: no per-address request limits (benchmarks only)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a local CA and a certificate it signs are made in
@@ -249,11 +250,12 @@ load_settings() {
     INBOX_MAX_MESSAGES="${MOCKCLOUD_INBOX_MAX_MESSAGES:-}"
     INBOX_TOMBSTONE_HORIZON="${MOCKCLOUD_INBOX_TOMBSTONE_HORIZON:-}"
     INBOX_COMPACT_MIN_RECORDS="${MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS:-}"
+    MIN_FREE_MB="${MOCKCLOUD_MIN_FREE_MB:-}"
     LIMITS="${MOCKCLOUD_LIMITS:-}"
     [[ -z "$LIMITS" || "$LIMITS" == off || "$LIMITS" == on ]] ||
         die "MOCKCLOUD_LIMITS must be 'off' (no per-address limits) or unset, not '$LIMITS'"
     [[ "$LIMITS" != on ]] || LIMITS=""
-    for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS; do
+    for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS MIN_FREE_MB; do
         [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
     done
     for name in DATA RUN CGI_BIN HMAC_KEYS TOKENS; do check_config_text "MOCKCLOUD_$name" "${!name}"; done
@@ -354,6 +356,7 @@ render_config() {
         -e "s|@INBOX_MAX_MESSAGES@|$INBOX_MAX_MESSAGES|g" \
         -e "s|@INBOX_TOMBSTONE_HORIZON@|$INBOX_TOMBSTONE_HORIZON|g" \
         -e "s|@INBOX_COMPACT_MIN_RECORDS@|$INBOX_COMPACT_MIN_RECORDS|g" \
+        -e "s|@MIN_FREE_MB@|$MIN_FREE_MB|g" \
         -e "s|@LIMITS@|$LIMITS|g" \
         -e "s|@NGINX_DIR@|$(sed_text "$NGINX_DIR")|g" \
         -e "s|@UPSTREAM@|$(sed_text "$UPSTREAM")|g" \

@@ -8,20 +8,32 @@ package enum CGIProgram {
     /// fcgiwrap has no time limit of its own, and nginx gives up at 30 s.
     package static let timeLimitSeconds: UInt32 = 25
 
+    /// Seconds the upkeep after an answer may take (compacting an inbox of
+    /// 100,000 messages reads each once).
+    static let upkeepTimeLimitSeconds: UInt32 = 120
+
     /// Reads the request, calls `handler`, writes its answer and exits.
     /// - Parameters:
     ///   - name: the program's name, for lines on stderr.
     ///   - bodyLimit: the route's largest accepted body, in bytes.
+    ///   - handler: answers the request; it may leave upkeep in `afterAnswer`.
     package static func serve(
-        name: String, bodyLimit: Int, _ handler: (CGIRequest) throws -> CGIResponse
+        name: String, bodyLimit: Int, _ handler: (CGIRequest, _ afterAnswer: inout Upkeep?) throws -> CGIResponse
     ) -> Never {
         KeepUntilExit.turnOn()
         signal(SIGPIPE, SIG_IGN)
         signal(SIGALRM, { _ in
-            let answer: StaticString = """
+            // Whether the change had begun, as far as this process got.
+            let unchanged: StaticString = """
                 Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
-                {"error": "request took too long (storage busy); nothing was written, try again"}
+                {"error": "request took too long (storage busy); nothing was written, try again", "changed": "no"}
                 """
+            let maybe: StaticString = """
+                Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
+                {"error": "request took too long (storage busy) while the change was being made: it may or may \
+                not have been made. Retrying the same request is safe", "changed": "maybe"}
+                """
+            let answer = WriteProgress.mayHaveChanged ? maybe : unchanged
             if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
             _exit(1)
         })
@@ -29,10 +41,16 @@ package enum CGIProgram {
         // says so in the server log, instead of leaving fcgiwrap a bare 502.
         for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] {
             signal(fault, { number in
-                let answer: StaticString = """
+                let unchanged: StaticString = """
                     Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
-                    {"error": "internal error; see the server log"}
+                    {"error": "internal error; see the server log", "changed": "no"}
                     """
+                let maybe: StaticString = """
+                    Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
+                    {"error": "internal error while the change was being made: it may or may not have been made; \
+                    see the server log. Retrying the same request is safe", "changed": "maybe"}
+                    """
+                let answer = WriteProgress.mayHaveChanged ? maybe : unchanged
                 let line: StaticString = "mockcloud: the program crashed (fatal signal); answered 500\n"
                 if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
                 _ = write(2, line.utf8Start, line.utf8CodeUnitCount)
@@ -41,7 +59,10 @@ package enum CGIProgram {
         }
         alarm(timeLimitSeconds)
         let environment = CGIEnvironment.process
-        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name, handler)
+        var upkeep: Upkeep?
+        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name) { request in
+            try handler(request, &upkeep)
+        }
         alarm(0)
         // A HEAD answer carries GET's headers, Content-Length included, and no body.
         let bytes = response.serialized(includingBody: HTTPMethod(environment["REQUEST_METHOD"] ?? "GET") != .head)
@@ -52,7 +73,27 @@ package enum CGIProgram {
             log(name, "could not write the response: \(error)")
             exit(1)
         }
+        if let upkeep { runAfterAnswer(name, upkeep) }
         exit(0)
+    }
+
+    /// The route's upkeep, once the client has its answer: fcgiwrap ends a
+    /// request when the program's stdout and stderr are both closed, so both
+    /// go first (stderr to /dev/null) and a failure is told to syslog
+    /// instead, the daemon facility, as `mockcloud-<name>`.
+    private static func runAfterAnswer(_ name: String, _ upkeep: Upkeep) {
+        Sys.detachOutput()
+        alarm(upkeepTimeLimitSeconds)
+        do {
+            try upkeep.run()
+        } catch {
+            Sys.logToSystem(ident: "mockcloud-" + name, "upkeep after a write failed (the next write tries again): \(error)")
+        }
+    }
+
+    /// Answers one request: `serve` for a route that leaves no upkeep.
+    package static func serve(name: String, bodyLimit: Int, _ handler: (CGIRequest) throws -> CGIResponse) -> Never {
+        serve(name: name, bodyLimit: bodyLimit) { request, _ in try handler(request) }
     }
 
     /// Everything `serve` does except the process plumbing, so that it can be
@@ -69,10 +110,22 @@ package enum CGIProgram {
             return try handler(CGIRequest(environment: environment, body: body))
         } catch let error as any HTTPResponseError {
             if let detail = error.logDetail { log(name, detail) }
-            return .error(error)
+            return .error(error, changed: changed(error.status, error.dataChange, environment))
         } catch {
             log(name, "unexpected error: \(error)")
-            return .error(ServerError(message: "internal error; see the server log"))
+            let error = ServerError(message: "internal error; see the server log")
+            return .error(error, changed: changed(error.status, nil, environment))
+        }
+    }
+
+    /// The `changed` member of an error answer: only a write's 5xx carries
+    /// one (a 4xx changed nothing); what the error knows, or else whether
+    /// this process had begun to put a change in place.
+    static func changed(_ status: HTTPStatus, _ known: DataChange?, _ environment: CGIEnvironment) -> DataChange? {
+        guard status.code >= 500 else { return nil }
+        switch HTTPMethod(environment["REQUEST_METHOD"] ?? "GET") {
+        case .get, .head, .other: return nil
+        case .put, .patch, .delete, .post: return known ?? (WriteProgress.mayHaveChanged ? .maybe : .no)
         }
     }
 

@@ -54,10 +54,12 @@ package struct CGIResponse: Sendable, Equatable {
         CGIResponse(status: status, header: name, headerValue, body: JSONPrinter.compact(value))
     }
 
-    /// `{"error": sentence, ...}` with the error's status and headers.
-    package static func error(_ error: any HTTPResponseError) -> CGIResponse {
+    /// `{"error": sentence, ...}` with the error's status and headers, and
+    /// `"changed"` when `changed` is given (a write's 5xx).
+    package static func error(_ error: any HTTPResponseError, changed: DataChange? = nil) -> CGIResponse {
         var object = JSONObject()
         object["error"] = .string(error.message)
+        if let changed { object["changed"] = .string(changed.rawValue) }
         for member in error.extraMembers { object[member.key] = member.value }
         return json(error.status, .object(object), headers: error.extraHeaders.map { Header($0.0, $0.1) })
     }

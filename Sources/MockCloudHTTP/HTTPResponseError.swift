@@ -13,10 +13,26 @@ package protocol HTTPResponseError: Error {
     var extraHeaders: [(String, String)] { get }
     /// A line for stderr (nginx's error log), when the operator should know.
     var logDetail: String? { get }
+    /// What a failed write did to the stored data, when the error knows;
+    /// `nil`: the process's `WriteProgress` tells.
+    var dataChange: DataChange? { get }
+}
+
+/// What a failed write did to the stored data: the `changed` member of a
+/// write's 5xx answer (docs/API.md, "When a write fails").
+package enum DataChange: String, Sendable {
+    /// Nothing a reader can see changed: retrying is safe.
+    case no
+    /// The whole change is in place (it may not survive a power loss).
+    case yes
+    /// Each part of the change is in its old state or its new one: retrying
+    /// the same request is safe and completes it.
+    case maybe
 }
 
 extension HTTPResponseError {
     package var extraMembers: [JSONMember] { [] }
     package var extraHeaders: [(String, String)] { [] }
     package var logDetail: String? { nil }
+    package var dataChange: DataChange? { nil }
 }

@@ -47,11 +47,11 @@ extension InboxRoute {
         case invalid(id: JSONValue, status: HTTPStatus, error: String)
     }
 
-    func bulk(_ request: CGIRequest) throws -> CGIResponse {
+    func bulk(_ request: CGIRequest, afterAnswer: inout Upkeep?) throws -> CGIResponse {
         guard request.method == .post else {
             throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: [.post])
         }
-        let key = try request.userKey()
+        _ = try request.userKey()  // a missing key is a 400 before the body is read
         let source = try Self.source(request)
         // An item's body may nest as deep as a single PUT's body.
         let parsed: JSONValue
@@ -70,8 +70,7 @@ extension InboxRoute {
             guard let object = value.objectValue else { throw InboxBulkError.itemNotAnObject(index: index) }
             items.append(Self.item(object))
         }
-        let store = InboxStore(root: dataRoot, key: key, settings: settings, integrity: integrity, clock: clock)
-        try store.checkDirectories()  // no planted links, as for a single write
+        let store = try store(for: request, afterAnswer: &afterAnswer)  // no planted links, as for a single write
         var changes: [InboxStore.Change] = []
         for case .change(let change) in items { changes.append(change) }
         var outcomes = (changes.isEmpty ? [] : try store.apply(changes, source: source))[...]

@@ -38,10 +38,19 @@ package struct InboxRoute: Sendable {
         self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity)
     }
 
-    /// Answers one request. The method is checked before the user key (a 405
-    /// names the methods), the user key before the message id.
+    /// Answers one request and then runs its upkeep, as a test or a tool
+    /// wants it (the program answers first: `respond(to:afterAnswer:)`).
     package func respond(to request: CGIRequest) throws -> CGIResponse {
-        if request.path == Self.bulkPath { return try bulk(request) }
+        var upkeep: Upkeep?
+        defer { try? upkeep?.run() }
+        return try respond(to: request, afterAnswer: &upkeep)
+    }
+
+    /// Answers one request. The method is checked before the user key (a 405
+    /// names the methods), the user key before the message id. A write
+    /// leaves its inbox's upkeep (compaction, tidying) in `afterAnswer`.
+    package func respond(to request: CGIRequest, afterAnswer: inout Upkeep?) throws -> CGIResponse {
+        if request.path == Self.bulkPath { return try bulk(request, afterAnswer: &afterAnswer) }
         // The program reads bodies up to the bulk limit; every other request
         // keeps a single message's.
         if request.body.count > Self.bodyLimit { throw RequestError.bodyTooLarge(limit: Self.bodyLimit) }
@@ -49,7 +58,7 @@ package struct InboxRoute: Sendable {
         guard request.path != Self.collectionPath else {
             switch request.method {
             case .get, .head: return try feed(request, try store(for: request))
-            case .post: return try post(request, try store(for: request))
+            case .post: return try post(request, try store(for: request, afterAnswer: &afterAnswer))
             case .put, .patch, .delete, .other:
                 throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Self.collectionMethods)
             }
@@ -59,15 +68,15 @@ package struct InboxRoute: Sendable {
         switch request.method {
         case .get, .head:
             let store = try store(for: request)
-            guard let envelope = try store.load(try Self.messageID(idText)), !envelope.isTombstone else {
+            guard let envelope = try store.read(try Self.messageID(idText)), !envelope.isTombstone else {
                 throw InboxError.noMessage
             }
             return CGIResponse(status: .ok, body: envelope.bytes)
         case .put:
-            let store = try store(for: request)
+            let store = try store(for: request, afterAnswer: &afterAnswer)
             return try put(try Self.messageID(idText), request, store)
         case .delete:
-            let store = try store(for: request)
+            let store = try store(for: request, afterAnswer: &afterAnswer)
             guard try store.delete(try Self.messageID(idText), source: try Self.source(request)) else {
                 throw InboxError.noMessage
             }
@@ -79,8 +88,19 @@ package struct InboxRoute: Sendable {
 
     /// The requesting key's inbox, its folders checked (no planted links).
     private func store(for request: CGIRequest) throws -> InboxStore {
-        let store = InboxStore(
-            root: dataRoot, key: try request.userKey(), settings: settings, integrity: integrity, clock: clock)
+        try store(for: try request.userKey())
+    }
+
+    /// The inbox a write changes, with its upkeep left for after the answer
+    /// (whether the write succeeds or not).
+    func store(for request: CGIRequest, afterAnswer: inout Upkeep?) throws -> InboxStore {
+        let store = try store(for: try request.userKey())
+        afterAnswer = Upkeep { try store.upkeep() }
+        return store
+    }
+
+    private func store(for key: UserKey) throws -> InboxStore {
+        let store = InboxStore(root: dataRoot, key: key, settings: settings, integrity: integrity, clock: clock)
         try store.checkDirectories()
         return store
     }
@@ -101,7 +121,14 @@ package struct InboxRoute: Sendable {
     private func post(_ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
         let (version, source, body) = try Self.writeFields(request)
         let id = MessageID(Random.uuid())!
-        guard case .created(let envelope) = try store.put(id, version: version, source: source, body: body) else {
+        let outcome: InboxStore.PutOutcome
+        do {
+            outcome = try store.put(id, version: version, source: source, body: body)
+        } catch let error as StorageError where error.phase != .writing && error.phase != .reading {
+            // Stored, perhaps: a second POST would store a second copy.
+            throw PostedUnderID(cause: error, id: id)
+        }
+        guard case .created(let envelope) = outcome else {
             throw ServerError(message: "a fresh message id was already taken; try again")
         }
         return Self.created(envelope)

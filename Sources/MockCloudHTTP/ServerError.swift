@@ -4,6 +4,8 @@ package struct ServerError: HTTPResponseError {
     package let status: HTTPStatus
     package let message: String
     package let logDetail: String?
+    /// A server error is found before anything is written.
+    package var dataChange: DataChange? { .no }
 
     package init(status: HTTPStatus = .internalServerError, message: String, logDetail: String? = nil) {
         self.status = status

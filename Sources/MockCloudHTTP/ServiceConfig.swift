@@ -1,4 +1,5 @@
 import MockCloudStore
+import MockCloudSystem
 
 /// Settings that nginx passes to every program as `fastcgi_param`s: the one
 /// place where the environment is read for configuration (the admin tool
@@ -12,6 +13,9 @@ package struct ServiceConfig: Sendable {
     package let integrity: Integrity
     /// `MOCKCLOUD_TOKENS`: bearer tokens every request must carry; `nil` when off.
     package let access: AccessTokens?
+    /// `MOCKCLOUD_MIN_FREE_MB`: writes other than deletions are refused (507)
+    /// below this much free space on the data directory's file system.
+    package let minimumFreeBytes: Int64
     /// The environment the settings came from, for the route-specific ones.
     private let environment: CGIEnvironment
 
@@ -20,6 +24,7 @@ package struct ServiceConfig: Sendable {
         dataRoot = try Self.dataRoot(environment)
         integrity = try Self.integrity(environment)
         access = try Self.accessTokens(environment)
+        minimumFreeBytes = try Self.minimumFreeBytes(environment)
         self.environment = environment
     }
 
@@ -32,7 +37,9 @@ package struct ServiceConfig: Sendable {
 
     /// The inbox's limits (`MOCKCLOUD_INBOX_*`); read by the inbox program only.
     package func inboxSettings() throws -> InboxSettings {
-        try Self.inboxSettings(environment)
+        var settings = try Self.inboxSettings(environment)
+        settings.minimumFreeBytes = minimumFreeBytes
+        return settings
     }
 
     // MARK: - Each setting
@@ -76,6 +83,15 @@ package struct ServiceConfig: Sendable {
     package static func accessTokens(_ environment: CGIEnvironment) throws -> AccessTokens? {
         guard let path = environment["MOCKCLOUD_TOKENS"], !path.isEmpty else { return nil }
         return try AccessTokens.load(path: path)
+    }
+
+    /// `MOCKCLOUD_MIN_FREE_MB` in bytes (0: no floor); 64 MiB when unset.
+    package static func minimumFreeBytes(_ environment: CGIEnvironment) throws -> Int64 {
+        guard let text = environment["MOCKCLOUD_MIN_FREE_MB"], !text.isEmpty else { return FreeSpaceError.defaultFloor }
+        guard text.utf8.count <= 7, text.utf8.allSatisfy(ASCII.isDigit), let mebibytes = Int64(text) else {
+            throw ServerError.misconfigured("MOCKCLOUD_MIN_FREE_MB=\(text) is not a whole number of MiB from 0 to 9999999")
+        }
+        return mebibytes << 20
     }
 
     /// `MOCKCLOUD_INBOX_MAX_MESSAGES`, `MOCKCLOUD_INBOX_TOMBSTONE_HORIZON`

@@ -25,17 +25,18 @@ package struct SettingsRoute: Sendable {
     ///   - dataRoot: the data directory.
     ///   - integrity: signing of stored documents (off by default).
     ///   - clock: the source of `serverReceivedAt`; tests pass a fixed one.
+    ///   - minimumFreeBytes: the free-space floor below which writes are refused.
     package init(
-        dataRoot: String, integrity: Integrity = .off,
+        dataRoot: String, integrity: Integrity = .off, minimumFreeBytes: Int64 = FreeSpaceError.defaultFloor,
         clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
     ) {
-        store = SettingsStore(root: dataRoot, integrity: integrity)
+        store = SettingsStore(root: dataRoot, integrity: integrity, minimumFreeBytes: minimumFreeBytes)
         self.clock = clock
     }
 
     /// The route as the programs run it, configured from the environment.
     package init(config: ServiceConfig) {
-        self.init(dataRoot: config.dataRoot, integrity: config.integrity)
+        self.init(dataRoot: config.dataRoot, integrity: config.integrity, minimumFreeBytes: config.minimumFreeBytes)
     }
 
     /// Answers one request.

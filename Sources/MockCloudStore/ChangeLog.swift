@@ -143,15 +143,6 @@ package struct ChangeLog {
         count += records
     }
 
-    /// Takes back the last `records` records (their changes did not happen).
-    package mutating func removeLast(_ records: Int = 1) throws {
-        let kept = max(0, count - records)
-        guard kept < count else { return }
-        try Sys.truncate(fd, to: (kept + 1) * Self.recordSize, path: path)
-        try Sys.fdatasync(fd, path: path)
-        count = kept
-    }
-
     /// Whole records whose text decodes, counted back from the end: a crash
     /// may leave a partial record or a block of zeros after the last one.
     private func countOfValidRecords() throws -> Int {

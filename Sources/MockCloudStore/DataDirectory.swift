@@ -27,20 +27,7 @@ package enum DataDirectory {
     /// The names in a directory, sorted, without `.`, `..` and temporary files;
     /// empty when the directory does not exist.
     static func entries(_ directory: String) throws -> [String] {
-        guard let handle = directory.withCString({ opendir($0) }) else {
-            if errno == ENOENT || errno == ENOTDIR { return [] }
-            throw SystemError("opendir", path: directory, errno: errno)
-        }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name == "." || name == ".." || name.hasPrefix(AtomicFile.temporaryPrefix) { continue }
-            names.append(name)
-        }
-        return names.sorted()
+        try Sys.names(in: directory).filter { !$0.hasPrefix(AtomicFile.temporaryPrefix) }.sorted()
     }
 
     /// Runs `body` under the lock that writers of `document` take.

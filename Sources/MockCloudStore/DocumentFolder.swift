@@ -25,8 +25,20 @@ package struct DocumentFolder: Sendable {
 
     /// The stored bytes, verified; `nil` when absent. A document that fails
     /// its check (or is unsigned when signatures are required) throws.
-    package func read(_ name: String, at place: DocumentPlace) throws -> [UInt8]? {
-        guard let (bytes, verdict) = try inspect(name, at: place) else { return nil }
+    ///
+    /// A reader that holds no lock of the key passes the data directory as
+    /// `unlockedIn`: it may read a document and then a sidecar that a writer
+    /// replaced in between, so a failed check is read again under the key's
+    /// shared lock, where no writer is at work, before it counts.
+    package func read(_ name: String, at place: DocumentPlace, unlockedIn root: String? = nil) throws -> [UInt8]? {
+        guard var (bytes, verdict) = try inspect(name, at: place) else { return nil }
+        if case .invalid = verdict, let root {
+            let again = { try inspect(name, at: place) }
+            guard let settled = try KeyLock.withExistingLock(
+                root: root, route: place.route, key: place.key, shared: true, again, ifMissing: again)
+            else { return nil }
+            (bytes, verdict) = settled
+        }
         switch verdict {
         case .signed: return bytes
         case .unsigned where !integrity.requireSigned: return bytes
@@ -41,11 +53,15 @@ package struct DocumentFolder: Sendable {
     /// `previous` bytes and the new ones, then the document is renamed into
     /// place, then the sidecar keeps the new MAC alone; a crash at any point
     /// leaves a pair that verifies. Unsigned: a stale sidecar is removed first.
+    ///
+    /// Once the document is in place the change is made: the last step only
+    /// narrows its sidecar, and a failure there is not the write's failure
+    /// (the pair still verifies; the next write of the document narrows it).
     package func write(_ bytes: [UInt8], to name: String, at place: DocumentPlace, replacing previous: [UInt8]?) throws {
         var batch = AtomicBatch(directory: directory)
         let final = try stage(bytes, as: name, at: place, replacing: previous, into: &batch)
         try batch.commit()
-        if let final { try AtomicFile.write(final, to: Sys.path(name, Self.sidecarSuffix), in: directory) }
+        if let final { try? AtomicFile.write(final, to: Sys.path(name, Self.sidecarSuffix), in: directory) }
     }
 
     /// Replaces many documents as `write` replaces one, with one sync of the
@@ -53,7 +69,6 @@ package struct DocumentFolder: Sendable {
     /// directory fsync after each.
     package func write(_ documents: [DocumentWrite]) throws {
         var batch = AtomicBatch(directory: directory)
-        var finals = AtomicBatch(directory: directory)
         var finalSidecars: [[UInt8]] = []
         var finalNames: [String] = []
         for document in documents {
@@ -65,9 +80,14 @@ package struct DocumentFolder: Sendable {
         }
         try batch.commit()
         // The sidecars that accepted both states are in place: only now may
-        // the final ones take their temporary names.
-        for (name, sidecar) in zip(finalNames, finalSidecars) { try finals.stage(sidecar, as: name) }
-        try finals.commit()
+        // the final ones take their temporary names. Best effort, as in `write`.
+        var finals = AtomicBatch(directory: directory)
+        do {
+            for (name, sidecar) in zip(finalNames, finalSidecars) { try finals.stage(sidecar, as: name, visible: false) }
+            try finals.commit()
+        } catch {
+            finals.abandon()
+        }
     }
 
     /// Stages a document (after its sidecar, signed; after removing a stale
@@ -79,19 +99,24 @@ package struct DocumentFolder: Sendable {
     ) throws -> [UInt8]? {
         let sidecarName = Sys.path(name, Self.sidecarSuffix)
         guard let sidecar = integrity.sidecar(for: bytes, at: place, alsoValid: previous.map { [$0] } ?? []) else {
+            // Signing is off: nothing reads a sidecar, so removing it is no change.
             _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
             try batch.stage(bytes, as: name)
             return nil
         }
-        try batch.stage(sidecar, as: sidecarName)
+        // It accepts the old document and the new one alike: no reader sees it change.
+        try batch.stage(sidecar, as: sidecarName, visible: false)
         try batch.stage(bytes, as: name)
         return previous == nil ? nil : integrity.sidecar(for: bytes, at: place)
     }
 
-    /// Removes a document and then its sidecar; false when there was no document.
+    /// Removes a document and then its sidecar; false when there was no
+    /// document. Once the document is gone the change is made: a sidecar
+    /// left behind names no document, and the next write replaces it.
     package func remove(_ name: String) throws -> Bool {
+        WriteProgress.beginVisibleChange()
         let removed = try AtomicFile.remove(name, in: directory)
-        _ = try AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: removed)
+        _ = try? AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: removed)
         return removed
     }
 }

@@ -6,6 +6,14 @@ import MockCloudSystem
 /// changes (see `ChangeLog`). Every change takes the key's exclusive lock,
 /// appends its record (durable) and then replaces the message file; feed
 /// readers take the lock shared, so a message is visible only with its final seq.
+///
+/// The commit protocol: a record, once appended, is never taken back. It
+/// takes effect when its message file holds its seq; a record whose file was
+/// never written (a crash, a full disk, a failed fsync between the two
+/// steps) is dead: readers skip it, its seq is never given out again, and
+/// compaction drops it. So whatever a failure leaves, every message file a
+/// GET can return is listed by the feed at its seq, and a later write gets a
+/// seq above every seq a reader was shown.
 package struct InboxStore: Sendable {
     package let root: String
     package let key: UserKey
@@ -33,9 +41,21 @@ package struct InboxStore: Sendable {
 
     private func place(_ id: MessageID) -> DocumentPlace { DocumentPlace(route: Self.route, key: key, id: id) }
 
-    /// The stored state of `id`, verified: the envelope, a tombstone, or `nil`.
+    /// The stored state of `id`, verified: the envelope, a tombstone, or
+    /// `nil`. For a caller that holds the key's lock; `read` is for one that
+    /// does not.
     package func load(_ id: MessageID) throws -> Envelope? {
-        guard let bytes = try messages.read(fileName(id), at: place(id)) else { return nil }
+        try envelope(id, bytes: try messages.read(fileName(id), at: place(id)))
+    }
+
+    /// `load` without the key's lock (GET /inbox/<id>): a message being
+    /// replaced while it is read is checked again under the lock.
+    package func read(_ id: MessageID) throws -> Envelope? {
+        try envelope(id, bytes: try messages.read(fileName(id), at: place(id), unlockedIn: root))
+    }
+
+    private func envelope(_ id: MessageID, bytes: [UInt8]?) throws -> Envelope? {
+        guard let bytes else { return nil }
         guard let envelope = Envelope(bytes: bytes), envelope.id == id else {
             throw InboxError.damagedMessage(path: messagesDirectory + "/" + fileName(id))
         }
@@ -64,7 +84,7 @@ package struct InboxStore: Sendable {
     /// Replaces a live message with a tombstone; false when there was none.
     package func delete(_ id: MessageID, source: String?) throws -> Bool {
         // Nothing to delete: answer without creating an inbox on disk.
-        guard let seen = try load(id), !seen.isTombstone else { return false }
+        guard let seen = try read(id), !seen.isTombstone else { return false }
         if case .deleted = try applyOne(.delete(id), source: source) { return true }
         return false
     }
@@ -78,6 +98,13 @@ package struct InboxStore: Sendable {
             switch self {
             case .put(let id, _, _), .delete(let id): return id
             }
+        }
+
+        /// True for a deletion: it runs below the free-space floor, since it
+        /// is how a user frees space.
+        var isDeletion: Bool {
+            if case .delete = self { return true }
+            return false
         }
     }
 
@@ -95,7 +122,7 @@ package struct InboxStore: Sendable {
     /// (each new generic container costs a process ~20k instructions to
     /// describe at run time, and a single write pays for every one).
     private func applyOne(_ change: Change, source: String?) throws -> ChangeOutcome {
-        try changing { log in
+        try changing(onlyDeleting: change.isDeletion) { log in
             let current = try load(change.id)
             var outcome = decide(change, current: current)
             guard outcome.written != nil else { return outcome }
@@ -120,13 +147,12 @@ package struct InboxStore: Sendable {
     /// message old or new, never torn; readers, who share the lock, see none
     /// of the changes or all of them.
     package func apply(_ changes: [Change], source: String?) throws -> [ChangeOutcome] {
+        let onlyDeleting = changes.allSatisfy { $0.isDeletion }
         // Only deletions, and no inbox: answer without creating one on disk.
-        if changes.allSatisfy({ if case .delete = $0 { true } else { false } }),
-            (try ChangeLog.openForReading(logPath)).map({ $0.close() }) == nil
-        {
+        if onlyDeleting, (try ChangeLog.openForReading(logPath)).map({ $0.close() }) == nil {
             return changes.map { _ in .refused(.noMessage) }
         }
-        return try changing { log in
+        return try changing(onlyDeleting: onlyDeleting) { log in
             var states: [MessageID: Envelope?] = [:]  // after the changes so far
             var stored: [MessageID: Envelope?] = [:]  // on disk before this request
             var order: [MessageID] = []  // ids changed, first change first
@@ -224,20 +250,25 @@ package struct InboxStore: Sendable {
     /// each id once in its latest state. An inbox that holds nothing has no
     /// lock file, and reading it creates none.
     package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
-        func read() throws -> FeedPage {
-            guard let log = try ChangeLog.openForReading(logPath) else {
-                if let anchor, anchor != .beginning {
-                    throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
-                }
-                return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
+        func empty() throws -> FeedPage {
+            if let anchor, anchor != .beginning {
+                throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
             }
+            return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
+        }
+        func read() throws -> FeedPage {
+            guard let log = try ChangeLog.openForReading(logPath) else { return try empty() }
             defer { log.close() }
             return try page(log, after: anchor, limit: limit, excluding: excluded)
         }
         return try KeyLock.withExistingLock(root: root, route: Self.route, key: key, shared: true, read) {
             // No lock file: nothing stored, unless a first writer is at work
             // now (it makes the lock file before the log); then wait for it.
-            if !KeyLock.exists(root: root, route: Self.route, key: key), !Sys.exists(logPath) { return try read() }
+            // With neither there, the inbox was empty when the log was looked
+            // for: answer that, and never open a log a first writer may be
+            // filling now without the lock (its records' files are not in
+            // place yet, and this reader's anchor would pass them).
+            if !KeyLock.exists(root: root, route: Self.route, key: key), !Sys.exists(logPath) { return try empty() }
             return try KeyLock.withLock(root: root, route: Self.route, key: key, shared: true, read)
         }
     }
@@ -292,15 +323,14 @@ package struct InboxStore: Sendable {
         return result
     }
 
-    /// Runs a change under the key's exclusive lock with the log open for appending.
-    /// The lock file stays while the log does; temporary files killed writers
-    /// left in the inbox are swept when the lock was untouched for a while.
-    private func changing<T>(_ body: (inout ChangeLog) throws -> T) throws -> T {
+    /// Runs a change under the key's exclusive lock with the log open for
+    /// appending. The lock file stays while the log does. Below the free-space
+    /// floor only deletions run. Compaction and the removal of what killed
+    /// writers left are `upkeep`'s, after the answer.
+    private func changing<T>(onlyDeleting: Bool = false, _ body: (inout ChangeLog) throws -> T) throws -> T {
+        if !onlyDeleting { try FreeSpaceError.check(root, floor: settings.minimumFreeBytes) }
         let log = logPath
-        return try KeyLock.withLock(
-            root: root, route: Self.route, key: key,
-            holdsData: { Sys.exists(log) }, sweeping: messagesDirectory, alsoSweeping: directory
-        ) {
+        return try KeyLock.withLock(root: root, route: Self.route, key: key, holdsData: { Sys.exists(log) }) {
             var log: ChangeLog
             do {
                 try Sys.makeDirectories(messagesDirectory)
@@ -309,9 +339,26 @@ package struct InboxStore: Sendable {
                 throw StorageError(error, .writing)
             }
             defer { log.close() }
-            let result = try body(&log)
-            try compactIfDue(&log)
-            return result
+            return try body(&log)
+        }
+    }
+
+    /// The inbox's upkeep, run after a write has answered (so that neither
+    /// its latency nor its answer depends on it), under the key's lock when
+    /// no one else holds it (otherwise the next writer does it): compaction
+    /// when due, and, every `KeyLock.tidyIntervalSeconds`, the removal of
+    /// the temporary files killed writers left (none can be live: every
+    /// writer of this inbox holds the lock). A failure leaves the inbox as
+    /// it was, and the next write's upkeep tries again.
+    package func upkeep() throws {
+        try KeyLock.ifFree(root: root, route: Self.route, key: key) { tidyDue in
+            if tidyDue {
+                AtomicFile.removeTemporaries(in: messagesDirectory)
+                AtomicFile.removeTemporaries(in: directory)
+            }
+            guard var log = try ChangeLog.openForReading(logPath) else { return }
+            defer { log.close() }
+            if log.count >= max(settings.compactionMinimumRecords, 2 * log.header.records) { try compact(&log) }
         }
     }
 
@@ -328,8 +375,11 @@ package struct InboxStore: Sendable {
         return 0
     }
 
-    /// The log records first (durable), then the message files: a crash
-    /// between the two leaves the old states visible and the new seqs unused.
+    /// The log records first (durable: the commit point), then the message
+    /// files. A failure after the append leaves its records dead where their
+    /// files were not written, never taken back: a reader may already have
+    /// passed their seqs, and a message file renamed before the failure is
+    /// listed by its record.
     private func commit(
         records: Int, log: inout ChangeLog, _ append: (inout ChangeLog) throws -> Void, files write: () throws -> Void
     ) throws {
@@ -339,23 +389,12 @@ package struct InboxStore: Sendable {
         } catch let error as SystemError {
             throw StorageError(error, .writing)
         }
-        do {
-            try write()
-        } catch {
-            // The message files are unchanged (a full disk, say): take the records back.
-            try? log.removeLast(records)
-            throw error
-        }
+        try write()
     }
 
     /// Rewrites the log with only the records that still name a message's
-    /// latest state, dropping tombstones older than the horizon.
-    private func compactIfDue(_ log: inout ChangeLog) throws {
-        guard log.count >= max(settings.compactionMinimumRecords, 2 * log.header.records) else { return }
-        try compact(&log)
-    }
-
-    /// Compacts now, whatever the log's size (also `mockcloud-admin`'s job).
+    /// latest state, dropping tombstones older than the horizon. Under the
+    /// key's exclusive lock; `log` is closed and opened again on the new log.
     package func compact(_ log: inout ChangeLog) throws {
         let horizon = clock() - settings.tombstoneHorizonSeconds * 1_000_000
         var header = log.header
@@ -377,9 +416,11 @@ package struct InboxStore: Sendable {
         // Anchors issued before this compaction may have missed the deletions it drops.
         if !expired.isEmpty { header.epoch += 1 }
         try ChangeLog.rewrite(logPath, directory: directory, header: header, records: kept)
-        for id in expired { _ = try messages.remove(fileName(id)) }
         log.close()
         log = try ChangeLog.openForWriting(logPath, directory: directory)
+        // Their records are gone: a tombstone left by a failure here is one
+        // no reader can be told of, and a later write of its id creates it.
+        for id in expired { _ = try messages.remove(fileName(id)) }
     }
 }
 

@@ -26,26 +26,79 @@ package enum KeyLock {
         Sys.exists(path(root: root, route: route, key: key))
     }
 
+    /// Seconds between two tidy-ups of a key's folders (`tidy` below). Only
+    /// how often: what a tidy-up removes is decided by locks, not by clocks.
+    package static let tidyIntervalSeconds = 30
+
     /// Runs `body` while holding the lock of `route` and `key`, creating the
     /// lock file when it is missing. Exclusive holders: the lock file is
     /// removed after `body` (returned or thrown) when `holdsData` then says
     /// the key holds nothing; when the lock file was new or untouched for
-    /// `AtomicFile.staleAfterSeconds`, the temporary files that killed
-    /// writers left in the folders `sweeping` and `alsoSweeping` ("": none)
-    /// are removed first. (Two strings, not an array: the first array of
-    /// strings costs a CGI process some 60k instructions of metadata set-up.)
+    /// `tidyIntervalSeconds`, `tidy` runs first (it removes what killed
+    /// writers left) and the lock file is touched.
     package static func withLock<T>(
         root: String, route: Route, key: UserKey, shared: Bool = false,
-        holdsData: () -> Bool = { true }, sweeping: String = "", alsoSweeping: String = "", _ body: () throws -> T
+        holdsData: () -> Bool = { true }, tidy: () -> Void = {}, _ body: () throws -> T
     ) throws -> T {
         while true {
             do {
                 return try attempt(
                     root: root, route: route, key: key, shared: shared, create: true,
-                    holdsData: holdsData, sweeping: sweeping, alsoSweeping: alsoSweeping, body)
+                    holdsData: holdsData, tidy: tidy, body)
             } catch is Retry {
                 continue
             }
+        }
+    }
+
+    /// Runs `body` under the key's exclusive lock when its lock file exists
+    /// and no other process holds it, without waiting; false when it did not
+    /// run. `body` learns whether a tidy-up is due (see `withLock`); the lock
+    /// file is then touched. For work that may be skipped: the next writer
+    /// does it.
+    @discardableResult
+    package static func ifFree(root: String, route: Route, key: UserKey, _ body: (_ tidyDue: Bool) throws -> Void) throws -> Bool {
+        try whenFree(root: root, route: route, key: key) { fd, path in
+            let tidyDue = try Sys.secondsSinceModified(fd, path: path) > tidyIntervalSeconds
+            try body(tidyDue)
+            if tidyDue { try Sys.touch(fd, path: path) }
+        }
+    }
+
+    /// Runs `body` with the key's exclusive lock when nobody holds it, taken
+    /// without waiting (the lock file is made when missing, and removed again
+    /// when `holdsData` then says the key holds nothing): no writer of that
+    /// key is at work meanwhile. False when it did not run.
+    @discardableResult
+    package static func whileFree(
+        root: String, route: Route, key: UserKey, holdsData: () -> Bool, _ body: () throws -> Void
+    ) throws -> Bool {
+        do {
+            try attempt(
+                root: root, route: route, key: key, shared: false, create: true, wait: false,
+                holdsData: holdsData, tidy: {}, body)
+            return true
+        } catch is Retry {
+            return false
+        } catch is Busy {
+            return false
+        }
+    }
+
+    private static func whenFree(
+        root: String, route: Route, key: UserKey, _ body: (_ fd: Int32, _ path: String) throws -> Void
+    ) throws -> Bool {
+        let path = self.path(root: root, route: route, key: key)
+        let fd: Int32
+        do {
+            fd = try Sys.open(path, O_RDONLY | O_NOFOLLOW)
+        } catch let error as SystemError where error.errno == ENOENT {
+            return false
+        }
+        return try Sys.closing(fd) { fd in
+            guard try Sys.tryLock(fd, path: path), try Sys.isStill(fd, at: path) else { return false }
+            try body(fd, path)
+            return true
         }
     }
 
@@ -60,7 +113,7 @@ package enum KeyLock {
             do {
                 return try attempt(
                     root: root, route: route, key: key, shared: shared, create: false,
-                    holdsData: { true }, sweeping: "", alsoSweeping: "", body)
+                    holdsData: { true }, tidy: {}, body)
             } catch is Retry {
                 continue
             } catch is Missing {
@@ -76,10 +129,12 @@ package enum KeyLock {
     private struct Retry: Error {}
     /// No lock file, and none was to be created.
     private struct Missing: Error {}
+    /// Another process holds the lock, and this one was not to wait.
+    private struct Busy: Error {}
 
     private static func attempt<T>(
-        root: String, route: Route, key: UserKey, shared: Bool, create: Bool,
-        holdsData: () -> Bool, sweeping: String, alsoSweeping: String, _ body: () throws -> T
+        root: String, route: Route, key: UserKey, shared: Bool, create: Bool, wait: Bool = true,
+        holdsData: () -> Bool, tidy: () -> Void, _ body: () throws -> T
     ) throws -> T {
         let path = self.path(root: root, route: route, key: key)
         // Readers lock a read-only descriptor: a read-only data directory
@@ -111,14 +166,15 @@ package enum KeyLock {
         }
         return try Sys.closing(fd) { fd in
             do {
-                try Sys.lock(fd, shared: shared, path: path)
+                if wait {
+                    try Sys.lock(fd, shared: shared, path: path)
+                } else if !(try Sys.tryLock(fd, path: path)) {
+                    throw Busy()
+                }
                 // Removed (its key's data gone) while this process waited.
                 guard try Sys.isStill(fd, at: path) else { throw Retry() }
-                if !shared, !sweeping.isEmpty,
-                    try created || Sys.secondsSinceModified(fd, path: path) > AtomicFile.staleAfterSeconds
-                {
-                    AtomicFile.sweepStaleTemporaries(in: sweeping)
-                    if !alsoSweeping.isEmpty { AtomicFile.sweepStaleTemporaries(in: alsoSweeping) }
+                if !shared, try created || Sys.secondsSinceModified(fd, path: path) > tidyIntervalSeconds {
+                    tidy()
                     try Sys.touch(fd, path: path)
                 }
             } catch let error as SystemError {

@@ -10,8 +10,12 @@ package struct SettingsStore: Sendable {
     /// The route: the folder in the data directory, the lock and the MACs.
     static let route = Route.userSettings
 
-    package init(root: String, integrity: Integrity = .off) {
+    /// Writes (not deletions) are refused below this much free space (`MOCKCLOUD_MIN_FREE_MB`).
+    package let minimumFreeBytes: Int64
+
+    package init(root: String, integrity: Integrity = .off, minimumFreeBytes: Int64 = FreeSpaceError.defaultFloor) {
         self.root = root
+        self.minimumFreeBytes = minimumFreeBytes
         folder = DocumentFolder(directory: Sys.path(root, "/", Self.route.name), integrity: integrity)
     }
 
@@ -32,7 +36,12 @@ package struct SettingsStore: Sendable {
         } catch let error as SystemError {
             throw StorageError(error, .reading)
         }
-        return try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))
+        return try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key), unlockedIn: root)
+    }
+
+    /// The stored bytes, verified, for a caller that holds the key's lock.
+    private func readLocked(_ key: UserKey) throws -> [UInt8]? {
+        try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))
     }
 
     /// True when a read finds nothing for `key`; false when it finds data or
@@ -64,18 +73,40 @@ package struct SettingsStore: Sendable {
         }
         let file = path(for: key)
         return try KeyLock.withLock(
-            root: root, route: Self.route, key: key,
-            holdsData: { Sys.exists(file) }, sweeping: directory
+            root: root, route: Self.route, key: key, holdsData: { Sys.exists(file) }, tidy: { removeTemporaries(key) }
         ) {
-            let current = try read(key)
+            let current = try readLocked(key)
             let (change, result) = try decide(current)
             switch change {
             case .write(let bytes):
+                // Below the floor only deletions run: they are how space is freed.
+                try FreeSpaceError.check(root, floor: minimumFreeBytes)
                 try folder.write(
                     bytes, to: fileName(for: key), at: DocumentPlace(route: Self.route, key: key), replacing: current)
             case .delete: _ = try folder.remove(fileName(for: key))
             }
             return result
+        }
+    }
+
+    /// Removes the temporary files killed writers left in the folder every
+    /// key shares, with `key`'s lock held: `key`'s own, and another key's
+    /// only while this process holds that key's lock too (taken without
+    /// waiting), so that a live writer's file is never removed.
+    private func removeTemporaries(_ key: UserKey) {
+        let own = fileName(for: key)
+        for name in AtomicFile.documentsWithTemporaries(in: directory) {
+            if name == own || name == Sys.path(own, DocumentFolder.sidecarSuffix) {
+                AtomicFile.removeTemporary(of: name, in: directory)
+                continue
+            }
+            let document = name.hasSuffix(DocumentFolder.sidecarSuffix)
+                ? name.dropLast(DocumentFolder.sidecarSuffix.count) : Substring(name)
+            guard document.hasSuffix(".json"), let other = UserKey(String(document.dropLast(5))) else { continue }
+            let file = path(for: other)
+            _ = try? KeyLock.whileFree(root: root, route: Self.route, key: other, holdsData: { Sys.exists(file) }) {
+                AtomicFile.removeTemporary(of: name, in: directory)
+            }
         }
     }
 }

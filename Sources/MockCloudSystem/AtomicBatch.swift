@@ -1,10 +1,15 @@
 import Glibc
 
 /// Whole-file replacements in one directory made durable together: each file
-/// is written to its own temporary file, then all of them are synced at once,
-/// renamed into place in the order they were staged, and the directory is
-/// fsynced once. A crash leaves each target either old or new, never torn.
+/// is written to its own temporary file, then all of them are synced, renamed
+/// into place in the order they were staged, and the directory is fsynced
+/// once. A crash leaves each target either old or new, never torn.
 /// `AtomicFile.write` is a batch of one; `POST /inbox:bulk` stages hundreds.
+///
+/// A file staged as not `visible` (a MAC sidecar that accepts the old and the
+/// new document alike) changes nothing a reader can see: a failure before
+/// the first visible rename is `.writing`, one after it `.partlyCommitted`,
+/// and a failed fsync after every rename `.syncingAfterCommit`.
 package struct AtomicBatch {
     package let directory: String
     /// The first file is kept in plain properties and only the others in
@@ -18,8 +23,11 @@ package struct AtomicBatch {
     /// busy disk costs less than syncing the whole file system.
     private var otherFDs: [Int32] = []
     private var staged = 0
+    /// The index of the first file a reader would see change (`Int.max`: none).
+    private var firstVisible = Int.max
     /// Up to this many files are fsynced one by one; more are synced with one
-    /// `syncfs(2)` (one journal commit instead of one per file).
+    /// `syncfs(2)` (one journal commit instead of one per file) and then each
+    /// fsynced again by path, which reports what `syncfs` may miss.
     static let fsyncEachUpTo = 3
 
     package init(directory: String) {
@@ -28,13 +36,14 @@ package struct AtomicBatch {
 
     package var isEmpty: Bool { staged == 0 }
 
-    /// Writes `bytes` to the temporary file of `name`. Throws `StorageError`;
-    /// nothing is in place until `commit`.
-    package mutating func stage(_ bytes: [UInt8], as name: String) throws {
+    /// Writes `bytes` to the temporary file of `name`. Throws `StorageError`
+    /// (`.writing`); nothing is in place until `commit`.
+    package mutating func stage(_ bytes: [UInt8], as name: String, visible: Bool = true) throws {
         do {
             if staged == 0 { try Sys.makeDirectories(directory) }
             let (temporary, fd) = try AtomicFile.createTemporary(for: name, in: directory)
             if staged == 0 { firstTemporary = temporary } else { otherTemporaries.append(temporary) }
+            if visible && firstVisible == Int.max { firstVisible = staged }
             staged += 1
             do {
                 try Sys.writeAll(fd, bytes, path: temporary)
@@ -57,7 +66,8 @@ package struct AtomicBatch {
     }
 
     /// Syncs every staged file, renames them into place in order, fsyncs the
-    /// directory. A failure before the first rename leaves every target as it was.
+    /// directory. A failure before the first visible rename leaves every
+    /// target as a reader saw it; the temporaries not renamed are removed.
     package mutating func commit() throws {
         guard staged > 0 else { return }
         do {
@@ -66,6 +76,7 @@ package struct AtomicBatch {
                 for index in otherFDs.indices { try Sys.fsync(otherFDs[index], path: otherTemporaries[index]) }
             } else {
                 try Sys.syncFileSystem(of: directory)
+                for index in 0..<staged { try Sys.syncFile(temporary(index)) }
             }
             closeOpen()
         } catch let error as SystemError {
@@ -73,20 +84,20 @@ package struct AtomicBatch {
             throw StorageError(error, .writing)
         }
         for index in 0..<staged {
-            let temporary = index == 0 ? firstTemporary : otherTemporaries[index - 1]
+            let temporary = temporary(index)
             do {
+                if index == firstVisible { WriteProgress.beginVisibleChange() }
                 // `.~<name>` → `<name>`, beside it.
                 let name = temporary.utf8.dropFirst(directory.utf8.count + 1 + AtomicFile.temporaryPrefix.utf8.count)
                 try Sys.rename(temporary, Sys.path(directory, "/", String(decoding: name, as: UTF8.self)))
             } catch let error as SystemError {
-                for rest in index..<staged { _ = try? Sys.unlink(rest == 0 ? firstTemporary : otherTemporaries[rest - 1]) }
-                staged = 0
-                otherTemporaries = []
-                throw StorageError(error, index > 0 ? .syncingAfterCommit : .writing)
+                for rest in index..<staged { _ = try? Sys.unlink(self.temporary(rest)) }
+                let phase: StorageError.Phase = index > firstVisible ? .partlyCommitted : .writing
+                reset()
+                throw StorageError(error, phase)
             }
         }
-        staged = 0
-        otherTemporaries = []
+        reset()
         try AtomicFile.syncAfterCommit(directory)
     }
 
@@ -95,7 +106,16 @@ package struct AtomicBatch {
         closeOpen()
         if staged > 0 { _ = try? Sys.unlink(firstTemporary) }
         for temporary in otherTemporaries { _ = try? Sys.unlink(temporary) }
+        reset()
+    }
+
+    private func temporary(_ index: Int) -> String {
+        index == 0 ? firstTemporary : otherTemporaries[index - 1]
+    }
+
+    private mutating func reset() {
         staged = 0
+        firstVisible = Int.max
         otherTemporaries = []
     }
 

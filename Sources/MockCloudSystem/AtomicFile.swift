@@ -59,18 +59,24 @@ package enum AtomicFile {
         }
     }
 
-    /// Seconds after which a temporary file is a killed writer's leftover:
-    /// longer than any request may run (a CGI program answers 503 and exits
-    /// at 25 s, `CGIProgram.timeLimitSeconds`), so no live writer has one
-    /// this old.
-    package static let staleAfterSeconds = 30
+    /// The documents of `directory` that have a temporary file: a writer's
+    /// at work now, or what a killed one left (a temporary is replaced only
+    /// by a later write of the same name, and most message ids are never
+    /// written again). Empty when it cannot be listed.
+    package static func documentsWithTemporaries(in directory: String) -> [String] {
+        guard let names = try? Sys.names(in: directory, prefix: temporaryPrefix) else { return [] }
+        return names.map { String($0.dropFirst(temporaryPrefix.count)) }
+    }
 
-    /// Removes the temporary files of `directory` older than
-    /// `staleAfterSeconds`: a writer killed mid-write leaves `.~<name>`,
-    /// which only a later write of the same name would replace, and most
-    /// message ids are never written again.
-    @discardableResult
-    package static func sweepStaleTemporaries(in directory: String) -> Int {
-        Sys.removeStale(in: directory, prefix: temporaryPrefix, olderThan: staleAfterSeconds)
+    /// Removes the temporary file of `name`, if any, best effort: for a
+    /// caller that knows no writer of `name` is at work.
+    package static func removeTemporary(of name: String, in directory: String) {
+        _ = try? Sys.unlink(Sys.path(directory, "/", temporaryPrefix, name))
+    }
+
+    /// Removes every temporary file of `directory`, best effort: for a
+    /// caller that holds the lock every writer there takes.
+    package static func removeTemporaries(in directory: String) {
+        for name in documentsWithTemporaries(in: directory) { removeTemporary(of: name, in: directory) }
     }
 }

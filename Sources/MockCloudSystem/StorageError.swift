@@ -1,16 +1,21 @@
 import Glibc
 
-/// Why storage failed, in words for the client; the `SystemError` goes to the
-/// server log. It carries no HTTP status: the HTTP layer maps it.
+/// A failed storage call and how far the change had got when it failed: the
+/// HTTP layer words it for the client (and says whether the data changed),
+/// the `SystemError` goes to the server log.
 package struct StorageError: Error, Equatable {
-    /// When in a read or a change the failure happened.
+    /// How far a read or a change had got when the call failed.
     package enum Phase: Sendable, Equatable {
         /// Reading stored data; nothing was being changed.
         case reading
-        /// Changing data, before the change took effect: nothing was written.
+        /// Changing data, before any of the change could be seen: nothing
+        /// visible changed.
         case writing
-        /// The change is in place; only making it durable (fsync of its
-        /// directory) failed.
+        /// Some of a change of many documents is in place and the rest is
+        /// not; each document is in its old state or its new one.
+        case partlyCommitted
+        /// The whole change is in place; only making it durable (an fsync
+        /// after the renames) failed.
         case syncingAfterCommit
     }
 
@@ -23,36 +28,40 @@ package struct StorageError: Error, Equatable {
         self.phase = phase
     }
 
-    /// True when the disk or quota was full while changing data: the client
-    /// may retry once space is freed.
-    package var isOutOfSpace: Bool { phase == .writing && cause.isNoSpace }
+    /// True when the disk or quota was full while changing data, before the
+    /// whole change was in place.
+    package var isOutOfSpace: Bool { cause.isNoSpace && (phase == .writing || phase == .partlyCommitted) }
 
     /// True when the failure was a symbolic link where the data directory
     /// keeps its own files (`O_NOFOLLOW`, `Sys.checkDirectory`).
     package var isPlantedLink: Bool { cause.errno == ELOOP }
+}
 
-    /// The sentence for the client: what happened and whether data changed.
-    package var message: String {
-        if isPlantedLink { return "refused a symbolic link in the data directory; see the server log" }
-        let outcome: String
-        switch phase {
-        case .syncingAfterCommit:
-            return "the change was made but syncing the data directory failed; it may not survive a power loss"
-        case .writing: outcome = "; nothing was written and the stored data is unchanged"
-        case .reading: outcome = ""
-        }
-        let writing = phase == .writing
-        if cause.isNoSpace { return "the data directory is full" + outcome }
-        if cause.isNotWritable {
-            return (writing ? "the data directory is not writable" : "the stored data is not readable") + outcome
-        }
-        return (writing ? "storage failed" : "reading the stored data failed") + outcome
+/// A change refused before it began because the data directory's file
+/// system has less free space than the configured floor.
+package struct FreeSpaceError: Error, Equatable {
+    /// Bytes an unprivileged writer may still use there.
+    package let available: Int64
+    /// The floor (`MOCKCLOUD_MIN_FREE_MB`), in bytes.
+    package let floor: Int64
+
+    package init(available: Int64, floor: Int64) {
+        self.available = available
+        self.floor = floor
     }
+}
 
-    /// The failed call for the server log.
-    package var logDetail: String? {
-        guard isPlantedLink else { return cause.description }
-        return cause.description
-            + " (a symbolic link where the service keeps its own files: refused, never followed; remove it)"
+extension FreeSpaceError {
+    /// 64 MiB: room for nginx to spool eight 8 MiB bulk bodies at once
+    /// beside the box's logs and package updates, on a card of a few GiB.
+    package static let defaultFloor: Int64 = 64 << 20
+
+    /// Throws when the file system holding `path` has less than `floor`
+    /// bytes free for unprivileged writers (a floor of 0 checks nothing).
+    /// When the free space cannot be read, the write goes on and reports
+    /// its own failure.
+    package static func check(_ path: String, floor: Int64) throws {
+        guard floor > 0, let available = try? Sys.availableBytes(of: path), available < floor else { return }
+        throw FreeSpaceError(available: available, floor: floor)
     }
 }

@@ -176,16 +176,30 @@ package enum Sys {
     /// Creates `path` and its missing parents with `mode`; existing
     /// directories are fine, anything else already at `path` (a symbolic
     /// link someone planted) throws (`checkDirectory`).
+    /// A directory it creates is fsynced into its parent, so that the files
+    /// later made durable in it cannot vanish with it in a power loss.
     package static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws {
-        if path.withCString({ Glibc.mkdir($0, mode) }) == 0 { return }
+        if try makeDirectory(path, mode: mode) { return }
         let code = Glibc.errno
         if code == EEXIST { return try checkDirectory(path) }
         if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             try makeDirectories(KeepUntilExit.keep(String(path[..<slash])), mode: mode)
-            if path.withCString({ Glibc.mkdir($0, mode) }) == 0 || Glibc.errno == EEXIST { return }
+            if try makeDirectory(path, mode: mode) || Glibc.errno == EEXIST { return }
             throw SystemError("mkdir", path: path, errno: Glibc.errno)
         }
         throw SystemError("mkdir", path: path, errno: code)
+    }
+
+    /// `mkdir(2)`, retried on `EINTR`; true when it made the directory (then
+    /// its parent is fsynced), false with `errno` set when it did not.
+    private static func makeDirectory(_ path: String, mode: mode_t) throws -> Bool {
+        var result: Int32
+        repeat { result = path.withCString { Glibc.mkdir($0, mode) } } while result != 0 && Glibc.errno == EINTR
+        guard result == 0 else { return false }
+        if let slash = path.lastIndex(of: "/") {
+            try syncDirectory(slash == path.startIndex ? "/" : KeepUntilExit.keep(String(path[..<slash])))
+        }
+        return true
     }
 
     /// Reads a whole file; `nil` when it does not exist. `flags` are added
@@ -214,6 +228,61 @@ package enum Sys {
         let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
         defer { close(fd) }
         try fsync(fd, path: path)
+    }
+
+    /// Opens a file already written and closed and fsyncs it. After a
+    /// `syncfs(2)` this costs no disk work, and it is what reports a
+    /// writeback error of that file: `syncfs` returns 0 after one before
+    /// Linux 5.8 and, since, misses one another caller has already seen,
+    /// while a new descriptor still sees an error nobody has reported.
+    package static func syncFile(_ path: String) throws {
+        let fd = try open(path, O_RDONLY | O_NOFOLLOW)
+        defer { close(fd) }
+        try fsync(fd, path: path)
+    }
+
+    /// Bytes an unprivileged writer may still use on the file system that
+    /// holds `path` (`statvfs(3)`, one `statfs(2)`: free blocks less the
+    /// root reserve).
+    package static func availableBytes(of path: String) throws -> Int64 {
+        var info = statvfs()
+        _ = try path.withCString { cPath in try retrying("statvfs", path) { statvfs(cPath, &info) } }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    /// `flock(2)` without waiting: false when another process holds a
+    /// conflicting lock.
+    package static func tryLock(_ fd: Int32, path: String = "") throws -> Bool {
+        do {
+            _ = try retrying("flock", path) { systemFlock(fd, LOCK_EX | LOCK_NB) }
+            return true
+        } catch let error as SystemError where error.errno == EWOULDBLOCK {
+            return false
+        }
+    }
+
+    /// The names in `directory` that start with `prefix` ("": all), without
+    /// `.` and `..`, in directory order; empty when it does not exist.
+    package static func names(in directory: String, prefix: String = "") throws -> [String] {
+        guard let handle = directory.withCString({ Glibc.opendir($0) }) else {
+            let code = Glibc.errno
+            if code == ENOENT || code == ENOTDIR { return [] }
+            throw SystemError("opendir", path: directory, errno: code)
+        }
+        defer { Glibc.closedir(handle) }
+        var names: [String] = []
+        while true {
+            Glibc.errno = 0
+            guard let entry = Glibc.readdir(handle) else {
+                if Glibc.errno != 0 { throw SystemError("readdir", path: directory, errno: Glibc.errno) }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." || !name.hasPrefix(prefix) { continue }
+            names.append(name)
+        }
     }
 }
 
@@ -304,32 +373,34 @@ extension Sys {
     package static func touch(_ fd: Int32, path: String = "") throws {
         _ = try retrying("futimens", path) { Glibc.futimens(fd, nil) }
     }
+}
 
-    /// Removes the files of `directory` whose names start with `prefix` and
-    /// that nobody modified for over `seconds`; returns how many went. Best
-    /// effort: an entry that cannot be examined or removed is left.
-    @discardableResult
-    package static func removeStale(in directory: String, prefix: String, olderThan seconds: Int) -> Int {
-        guard let handle = directory.withCString({ Glibc.opendir($0) }) else { return 0 }
-        defer { Glibc.closedir(handle) }
-        let fd = Glibc.dirfd(handle)
-        let cutoff = Int(Glibc.time(nil)) - seconds
-        var removed = 0
-        while let entry = Glibc.readdir(handle) {
-            let gone: Bool = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                let name = raw.bindMemory(to: CChar.self)
-                guard let base = name.baseAddress, prefix.withCString({ strncmp(base, $0, strlen($0)) }) == 0 else {
-                    return false
-                }
-                var info = stat()
-                guard Glibc.fstatat(fd, base, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) != S_IFDIR,
-                    Int(info.st_mtim.tv_sec) < cutoff
-                else { return false }
-                return Glibc.unlinkat(fd, base, 0) == 0
-            }
-            if gone { removed += 1 }
+// The process's own output, for work done after a CGI answer.
+extension Sys {
+    /// Points stdout and stderr at /dev/null: the server that reads them
+    /// (fcgiwrap) then ends the request, while this process goes on.
+    package static func detachOutput() {
+        let null = Glibc.open("/dev/null", O_WRONLY | O_CLOEXEC)
+        guard null >= 0 else {
+            Glibc.close(1)
+            Glibc.close(2)
+            return
         }
-        return removed
+        _ = Glibc.dup2(null, 1)
+        _ = Glibc.dup2(null, 2)
+        Glibc.close(null)
+    }
+
+    /// One line to syslog (the daemon facility, error level) under `ident`:
+    /// where a process whose stderr is gone reports a failure.
+    package static func logToSystem(ident: String, _ line: String) {
+        ident.withCString { cIdent in
+            openlog(cIdent, LOG_PID, LOG_DAEMON)
+            line.withCString { cLine in
+                withVaList([cLine]) { vsyslog(LOG_ERR, "%s", $0) }
+            }
+            closelog()
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 import MockCloudHTTP
 
-CGIProgram.serve(name: "inbox", bodyLimit: InboxRoute.bulkBodyLimit) { request in
-    try InboxRoute(config: ServiceConfig(authorizing: request)).respond(to: request)
+CGIProgram.serve(name: "inbox", bodyLimit: InboxRoute.bulkBodyLimit) { request, afterAnswer in
+    try InboxRoute(config: ServiceConfig(authorizing: request)).respond(to: request, afterAnswer: &afterAnswer)
 }

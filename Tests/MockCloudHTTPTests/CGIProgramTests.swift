@@ -1,3 +1,4 @@
+import Glibc
 import MockCloudHTTP
 import MockCloudJSON
 import MockCloudStore
@@ -110,7 +111,9 @@ import Testing
             var extraMembers: [JSONMember] { [JSONMember("retry", .number("1"))] }
             var extraHeaders: [(String, String)] { [("Retry-After", "1")] }
         }
-        let outcome = try Self.respond(contentLength: "", stdin: []) { _ in throw Busy() }
+        let outcome = try Self.respond(contentLength: "", stdin: [], environment: ["REQUEST_METHOD": "GET"]) { _ in
+            throw Busy()
+        }
         #expect(outcome.response.wire
             == "Status: 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
             + "Content-Length: 29\r\n\r\n" + #"{"error": "busy", "retry": 1}"#)
@@ -118,7 +121,9 @@ import Testing
 
     @Test func anUnexpectedErrorIsAGeneric500() throws {
         struct Surprise: Error {}
-        let outcome = try Self.respond(contentLength: "", stdin: []) { _ in throw Surprise() }
+        let outcome = try Self.respond(contentLength: "", stdin: [], environment: ["REQUEST_METHOD": "GET"]) { _ in
+            throw Surprise()
+        }
         #expect(outcome.response == CGIResponse(
             status: 500, body: Array(#"{"error": "internal error; see the server log"}"#.utf8)))
     }
@@ -130,7 +135,23 @@ import Testing
             try SettingsRoute(config: ServiceConfig(environment: request.environment)).respond(to: request)
         }
         #expect(outcome.response.status == 500)
-        #expect(outcome.response.text == #"{"error": "server misconfigured; see the server log"}"#)
+        #expect(outcome.response.text == #"{"error": "server misconfigured; see the server log", "changed": "no"}"#)
         #expect(try ServiceConfig.dataRoot(["MOCKCLOUD_DATA": "/srv/data"]) == "/srv/data")
+    }
+
+    /// A write's 5xx says what became of the stored data; a read's does not.
+    @Test(arguments: [
+        ("PUT", StorageError.Phase.writing, #", "changed": "no"}"#),
+        ("DELETE", .partlyCommitted, #", "changed": "maybe"}"#),
+        ("POST", .syncingAfterCommit, #", "changed": "yes"}"#),
+        ("PATCH", .reading, #", "changed": "no"}"#),
+        ("GET", .reading, #"failed"}"#),
+    ] as [(String, StorageError.Phase, String)])
+    func aFailedWriteSaysWhetherTheDataChanged(_ method: String, _ phase: StorageError.Phase, _ ending: String) throws {
+        let outcome = try Self.respond(contentLength: "", stdin: [], environment: ["REQUEST_METHOD": method]) { _ in
+            throw StorageError(SystemError("fsync", path: "/d", errno: EIO), phase)
+        }
+        #expect(outcome.response.status == 500)
+        #expect(outcome.response.text.hasSuffix(ending))
     }
 }

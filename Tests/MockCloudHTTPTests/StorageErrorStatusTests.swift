@@ -41,4 +41,31 @@ import Testing
             == #"{"error": "the data directory is not writable; nothing was written and the stored data is unchanged"}"#)
         #expect(error.logDetail == "open /d/x: Permission denied")
     }
+
+    @Test func aChangeMadeButNotSyncedSaysSoAndThatARetryIsSafe() {
+        let error = StorageError(SystemError("fsync", path: "/d/inbox/u1/messages", errno: EIO), .syncingAfterCommit)
+        #expect(error.status.code == 500)
+        #expect(error.dataChange == .yes)
+        #expect(error.message == "the change was made but syncing the data directory failed; it may not survive a"
+            + " power loss. Retrying the same request is safe")
+    }
+
+    @Test(arguments: [(EIO, 500, "storage failed"), (ENOSPC, 507, "the data directory is full")] as [(Int32, Int, String)])
+    func aBatchCutShortSaysSomeChangesWereMade(_ code: Int32, _ status: Int, _ start: String) {
+        let error = StorageError(SystemError("rename", path: "/d/inbox/u1/messages/m2.json", errno: code), .partlyCommitted)
+        #expect(error.status.code == status)
+        #expect(error.dataChange == .maybe)
+        #expect(error.message == start + " part-way: some of the changes were made and the others not."
+            + " Retrying the same request is safe and makes the rest")
+    }
+
+    @Test func aWriteBelowTheFreeSpaceFloorIsA507ThatNamesBothFigures() {
+        let error = FreeSpaceError(available: 3 << 20 | 1 << 19, floor: 64 << 20)
+        #expect(error.status.code == 507)
+        #expect(error.dataChange == .no)
+        #expect(error.message == "the data directory is nearly full (3.5 MiB free, below the 64.0 MiB kept free for"
+            + " the system); nothing was written and the stored data is unchanged. Deleting still works; writes"
+            + " resume once space is freed")
+        #expect(error.logDetail?.contains("MOCKCLOUD_MIN_FREE_MB") == true)
+    }
 }

@@ -90,20 +90,22 @@ import Testing
 
     // MARK: - Temporary files of killed writers
 
-    @Test func staleTemporaryFilesAreSweptAndFreshOnesKept() throws {
-        try data.write("half", to: "user_settings/.~old.json")
-        try data.write("half", to: "user_settings/.~new.json")
+    @Test func aWriteRemovesTheLeftoversOfKeysNoWriterHoldsAndKeepsALiveWritersFile() throws {
+        try data.write("half", to: "user_settings/.~ghost.json")  // a killed first write: no lock file
+        try data.write("half", to: "user_settings/.~ghost.json.mac")
         try data.write("{}", to: "user_settings/u2.json")
-        age("user_settings/.~old.json")
-        #expect(AtomicFile.sweepStaleTemporaries(in: data.file("user_settings")) == 1)
-        #expect(data.entries("user_settings") == [".~new.json", "u2.json"])
-    }
-
-    @Test func aKeysFirstWriteSweepsItsFolder() throws {
-        try data.write("half", to: "user_settings/.~ghost.json")
-        age("user_settings/.~ghost.json")
-        try SettingsStore(root: data.path).update(key) { _ in (SettingsStore.Change.write(Array("{}".utf8)), ()) }
-        #expect(data.entries("user_settings") == ["u1.json"])
+        try data.write("half", to: "user_settings/.~u2.json")  // u2's lock file exists, nobody holds it
+        try data.write("being written", to: "user_settings/.~u3.json")  // u3's writer is at work
+        let u2 = UserKey("u2")!, u3 = UserKey("u3")!
+        try KeyLock.withLock(root: data.path, route: .userSettings, key: u2) {}
+        try KeyLock.withLock(root: data.path, route: .userSettings, key: u3) {
+            // Ages mean nothing: the live writer's file is older than the tidy interval.
+            age("user_settings/.~u3.json")
+            try SettingsStore(root: data.path).update(key) { _ in (SettingsStore.Change.write(Array("{}".utf8)), ()) }
+        }
+        #expect(data.entries("user_settings") == [".~u3.json", "u1.json", "u2.json"])
+        // The ghost's lock file, made to remove its leftovers, went with them.
+        #expect(data.entries(".locks") == ["user_settings.u1.lock", "user_settings.u2.lock", "user_settings.u3.lock"])
     }
 
     // MARK: - Planted links are refused, never followed

@@ -68,7 +68,7 @@ import Testing
         } throws: { error in
             let storage = error as? StorageError
             return storage?.cause.call == "rename" && storage?.cause.errno == EISDIR && storage?.isOutOfSpace == false
-                && storage?.message == "storage failed; nothing was written and the stored data is unchanged"
+                && storage?.phase == .writing
         }
         #expect(data.entries() == ["k.json"])
         #expect(data.text(of: "k.json/inside") == "keep")
@@ -111,7 +111,7 @@ import Testing
         } throws: { error in
             let storage = error as? StorageError
             return storage?.cause.errno == EISDIR && storage?.phase == .reading && storage?.isOutOfSpace == false
-                && storage?.message == "reading the stored data failed"
+                && storage?.cause.isNotWritable == false
         }
     }
 
@@ -123,8 +123,7 @@ import Testing
         #expect {
             try AtomicFile.write(Array("new".utf8), to: "k.json", in: data.path)
         } throws: { error in
-            (error as? StorageError)?.message
-                == "the data directory is not writable; nothing was written and the stored data is unchanged"
+            (error as? StorageError)?.phase == .writing && (error as? StorageError)?.cause.isNotWritable == true
         }
         #expect(data.text(of: "k.json") == "old")
     }
