@@ -91,34 +91,64 @@ class Request:
         return "%s %s" % (self.method, self.path)
 
 
-def run_program(cgi_bin, request, data, env_extra, fault=None, trace=None, timeout=40):
-    """Runs `request` once; `fault` = (syscall, errno, n) runs it under strace
-    with that one fault (`trace` the file strace writes), or a list of system
-    calls to trace and count. Returns (status, headers, body, whole, exit
-    status, injected: True/False/None)."""
+def start_program(cgi_bin, request, data, env_extra, trace=None, syscalls=(), injections=()):
+    """Starts `request`'s program as fcgiwrap would (the body written to its
+    stdin, which is then closed); under strace when `trace` (the file strace
+    writes) is given, tracing `syscalls` with each of `injections` (strace
+    -e inject= specs: "rename:error=EIO:when=3", "openat:delay_enter=300ms:when=5")."""
     env = cgi_program.environment(request.method, request.path, data, request.headers, request.query,
                                   request.body, env_extra)
     command = [os.path.join(cgi_bin, request.program)]
-    if isinstance(fault, tuple):
-        syscall, errno, n = fault
-        command = [STRACE, "-f", "-qq", "--seccomp-bpf", "-o", trace, "-e", "trace=" + syscall,
-                   "-e", "inject=%s:error=%s:when=%d" % (syscall, errno, n)] + command
-    elif fault:
-        command = [STRACE, "-f", "-qq", "--seccomp-bpf", "-o", trace, "-e", "trace=" + ",".join(fault)] + command
+    if trace:
+        strace = [STRACE, "-f", "-qq", "--seccomp-bpf", "-o", trace, "-e", "trace=" + ",".join(syscalls)]
+        for spec in injections:
+            strace += ["-e", "inject=" + spec]
+        command = strace + command
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
+    proc.trace = trace if injections else None
     try:
-        proc = subprocess.run(command, input=request.body, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=timeout)
-        out, code = proc.stdout, proc.returncode
-    except subprocess.TimeoutExpired as exc:
-        out, code = exc.stdout or b"", "timeout"
+        proc.stdin.write(request.body)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    proc.stdin = None           # communicate() must not touch it again
+    return proc
+
+
+def finish(proc, timeout=40):
+    """Waits for a started program: (status, headers, body, whole, exit
+    status, injected: whether strace says it injected a fault or a delay,
+    None untraced)."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        code = "timeout"
     status, headers, body, whole = cgi_program.parse_output(out)
     injected = None
-    if isinstance(fault, tuple):
+    if proc.trace:
         try:
-            injected = "(INJECTED)" in open(trace, errors="replace").read()
+            text = open(proc.trace, errors="replace").read()
+            injected = "(INJECTED)" in text or "(DELAYED)" in text
         except OSError:
             injected = False
     return status, headers, body, whole, code, injected
+
+
+def run_program(cgi_bin, request, data, env_extra, fault=None, trace=None):
+    """Runs `request` once; `fault` = (syscall, errno, n) runs it under
+    strace with that one fault, or a list of system calls to trace (into
+    `trace`). Returns what `finish` returns."""
+    if isinstance(fault, tuple):
+        syscall, errno, n = fault
+        proc = start_program(cgi_bin, request, data, env_extra, trace, [syscall],
+                             ["%s:error=%s:when=%d" % (syscall, errno, n)])
+    else:
+        proc = start_program(cgi_bin, request, data, env_extra, trace if fault else None, fault or ())
+    return finish(proc)
 
 
 def count_calls(trace):
