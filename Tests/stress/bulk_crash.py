@@ -73,10 +73,7 @@ def main():
     os.makedirs(data, mode=0o700)
     env_extra = {}
     if args.hmac:
-        keys = os.path.join(work, "hmac.keys")
-        with open(os.open(keys, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-            f.write("kc:%s\n" % os.urandom(32).hex())
-        env_extra["MOCKCLOUD_HMAC_KEYS"] = keys
+        env_extra["MOCKCLOUD_HMAC_KEYS"] = stresslib.write_hmac_keys(os.path.join(work, "hmac.keys"), "kc")
     checks = suite.Checks()
     torn, wrong, retry_problems, feed_problems, dir_problems = [], [], [], [], []
     figures = {"rounds": 0, "killed": 0, "killed with the batch partly in place": 0,

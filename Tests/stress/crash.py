@@ -204,11 +204,7 @@ def main():
     # 0), so that kills land in it and in the removal of tombstone files too.
     env_extra = {"MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS": "16", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON": "0"}
     if args.hmac:
-        keys = os.path.join(work, "hmac.keys")
-        fd = os.open(keys, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, b"crash1:" + os.urandom(32).hex().encode() + b"\n")
-        os.close(fd)
-        env_extra["MOCKCLOUD_HMAC_KEYS"] = keys
+        env_extra["MOCKCLOUD_HMAC_KEYS"] = stresslib.write_hmac_keys(os.path.join(work, "hmac.keys"), "crash1")
     checks = suite.Checks()
     try:
         plan = Plan(args.seed, args.ops)

@@ -5,14 +5,17 @@
 #
 #   (default)   the full run behind `make stress`: a few minutes
 #   --short     the short run (Tests/stress/short.sh, for `make test`): well under a minute
-#   --only PART one part: hostile, crash, diskfull or concurrency
+#   --only PART one part: hostile, crash, bulk, faults, races, diskfull or concurrency
 #   --seed S    the seed of the hostile requests and the crash test (default 1)
 #
 # Parts: hostile.py (malformed requests through nginx + TLS), crash.py
 # (SIGKILL mid-write, with and without signing), bulk_crash.py (SIGKILL in
-# the middle of a POST /inbox:bulk batch), diskfull.sh (a full, an
-# inode-less and a read-only data directory: needs root for its tmpfs
-# mounts, skipped otherwise), concurrency.py (16 writers at once, per-key
+# the middle of a POST /inbox:bulk batch), faults.py (every storage system
+# call of every kind of write failed at every occurrence, with strace),
+# races.py (issue 19's races held open with strace delays), diskfull.sh (a
+# full, an inode-less and a read-only data directory) and diskfill.py (a
+# disk filled by writes, and the free-space floor; both need root for their
+# tmpfs mounts, skipped otherwise), concurrency.py (16 writers at once, per-key
 # locks). Each stack runs on a free 127.0.0.1 port with its own temporary
 # directories and is stopped by PID on exit. The programs are cgi-bin/'s
 # (MOCKCLOUD_CGI_BIN to test others); build them with `make install`.
@@ -34,7 +37,7 @@ while (($# > 0)); do
     shift
 done
 [[ "$SEED" =~ ^[0-9]+$ ]] || { echo "--seed takes a whole number" >&2; exit 2; }
-case "$ONLY" in "" | hostile | crash | bulk | diskfull | concurrency) ;; *) echo "unknown part: $ONLY" >&2; exit 2 ;; esac
+case "$ONLY" in "" | hostile | crash | bulk | faults | races | diskfull | concurrency) ;; *) echo "unknown part: $ONLY" >&2; exit 2 ;; esac
 
 WORK="$(mktemp -d /tmp/mcs.XXXXXX)"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -44,9 +47,11 @@ trap 'exit 130' INT TERM
 if [[ "$MODE" == full ]]; then
     HOSTILE_REQUESTS=4000 CRASH_OPS=2000 CRASH_HMAC_OPS=1000 BULK_ROUNDS=200
     WRITERS=16 INCREMENTS=20 PUTS=12 FEED_OPS=40 EXTRA=(--direct "$MOCKCLOUD_CGI_BIN" --stuck) PART_SECONDS=600
+    RACE_ROUNDS=3
 else
     HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150 BULK_ROUNDS=20
     WRITERS=16 INCREMENTS=3 PUTS=3 FEED_OPS=10 EXTRA=() PART_SECONDS=120
+    RACE_ROUNDS=1
 fi
 
 TOTAL_PASSED=0
@@ -106,9 +111,18 @@ part "bulk crash ($BULK_ROUNDS batches of 300, SIGKILL mid-batch, seed $SEED)" p
 part "bulk crash (signing on, $BULK_ROUNDS batches, seed $SEED)" python3 "$STRESS_DIR/bulk_crash.py" \
     --cgi-bin "$MOCKCLOUD_CGI_BIN" --rounds "$BULK_ROUNDS" --seed "$SEED" --hmac
 
+# Every occurrence of every storage system call, in both runs: ~2,000
+# checks, under a minute on 2 cores (it needs strace; its own time limit).
+PART_SECONDS=400 part "faults (every storage system call failed at every occurrence, 2 jobs)" \
+    python3 "$STRESS_DIR/faults.py" --cgi-bin "$MOCKCLOUD_CGI_BIN" --jobs 2
+part "races ($RACE_ROUNDS rounds, each held open with an strace delay)" python3 "$STRESS_DIR/races.py" \
+    --cgi-bin "$MOCKCLOUD_CGI_BIN" --rounds "$RACE_ROUNDS"
+
 if [[ -z "$ONLY" || "$ONLY" == diskfull ]]; then
     if [[ "$(id -u)" == 0 ]]; then
         part "diskfull" "$STRESS_DIR/diskfull.sh"
+        part "diskfull (filled by writes through the stack; the free-space floor)" \
+            python3 "$STRESS_DIR/diskfill.py" --cgi-bin "$MOCKCLOUD_CGI_BIN"
     else
         echo "== diskfull: skipped (it mounts tmpfs file systems: run as root)"
     fi

@@ -454,7 +454,15 @@ def snapshot(root, skip=()):
 def read_feed(inbox_program, env_extra, data, key, limit):
     """Every feed page of `key` from no anchor, the program run as fcgiwrap
     runs it; (messages, deleted, problems)."""
-    messages, deleted, problems, anchor = [], [], [], None
+    messages, deleted, _, problems = follow_feed(inbox_program, env_extra, data, key, limit)
+    return messages, deleted, problems
+
+
+def follow_feed(inbox_program, env_extra, data, key, limit, anchor=None):
+    """Every feed page of `key` after `anchor` (None: from no anchor) until
+    hasMore is false; (messages, deleted, last anchor, problems). A page that
+    is not a whole 200 (a 410, a 500) ends the walk with a problem."""
+    messages, deleted, problems = [], [], []
     for _ in range(10000):
         query = "limit=%d" % limit + ("&anchor=" + anchor if anchor else "")
         status, _, body, whole, _ = cgi_program.run(inbox_program, "GET", "/inbox", data, {"X-User-Key": key},
@@ -470,9 +478,17 @@ def read_feed(inbox_program, env_extra, data, key, limit):
             break
     else:
         problems.append("feed %s: more than 10000 pages" % key)
-    return messages, deleted, problems
+    return messages, deleted, anchor, problems
 
 
-def make_temp_dir(prefix):
+def write_hmac_keys(path, key_id):
+    """A MOCKCLOUD_HMAC_KEYS file (mode 0600) holding one fresh 32-byte key."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, ("%s:%s\n" % (key_id, os.urandom(32).hex())).encode())
+    os.close(fd)
+    return path
+
+
+def make_temp_dir(prefix, parent="/tmp"):
     # Short: fcgiwrap's socket lives in the run directory (108-byte limit).
-    return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    return tempfile.mkdtemp(prefix=prefix, dir=parent)
