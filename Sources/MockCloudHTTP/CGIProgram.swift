@@ -18,7 +18,7 @@ package enum CGIProgram {
     ///   - bodyLimit: the route's largest accepted body, in bytes.
     ///   - handler: answers the request; it may leave upkeep in `afterAnswer`.
     package static func serve(
-        name: String, bodyLimit: Int, _ handler: (CGIRequest, _ afterAnswer: inout Upkeep?) throws -> CGIResponse
+        name: String, bodyLimit: Int, _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
     ) -> Never {
         KeepUntilExit.turnOn()
         signal(SIGPIPE, SIG_IGN)
@@ -59,7 +59,7 @@ package enum CGIProgram {
         }
         alarm(timeLimitSeconds)
         let environment = CGIEnvironment.process
-        var upkeep: Upkeep?
+        var upkeep = Upkeep.none
         let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name) { request in
             try handler(request, &upkeep)
         }
@@ -73,7 +73,7 @@ package enum CGIProgram {
             log(name, "could not write the response: \(error)")
             exit(1)
         }
-        if let upkeep { runAfterAnswer(name, upkeep) }
+        if upkeep.isNeeded { runAfterAnswer(name, upkeep) }
         exit(0)
     }
 

@@ -56,8 +56,8 @@ extension FreeSpaceError: HTTPResponseError {
     package var dataChange: DataChange? { .no }
 
     package var message: String {
-        "the data directory is nearly full (\(Self.mebibytes(available)) free, below the \(Self.mebibytes(floor))"
-            + " kept free for the system); nothing was written and the stored data is unchanged."
+        "the data directory is nearly full (\(Self.mebibytes(available)) free, below the floor of"
+            + " \(Self.mebibytes(floor)) kept free for the system); nothing was written and the stored data is unchanged."
             + " Deleting still works; writes resume once space is freed"
     }
 

@@ -47,7 +47,7 @@ extension InboxRoute {
         case invalid(id: JSONValue, status: HTTPStatus, error: String)
     }
 
-    func bulk(_ request: CGIRequest, afterAnswer: inout Upkeep?) throws -> CGIResponse {
+    func bulk(_ request: CGIRequest, afterAnswer: inout Upkeep) throws -> CGIResponse {
         guard request.method == .post else {
             throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: [.post])
         }

@@ -41,15 +41,15 @@ package struct InboxRoute: Sendable {
     /// Answers one request and then runs its upkeep, as a test or a tool
     /// wants it (the program answers first: `respond(to:afterAnswer:)`).
     package func respond(to request: CGIRequest) throws -> CGIResponse {
-        var upkeep: Upkeep?
-        defer { try? upkeep?.run() }
+        var upkeep = Upkeep.none
+        defer { try? upkeep.run() }
         return try respond(to: request, afterAnswer: &upkeep)
     }
 
     /// Answers one request. The method is checked before the user key (a 405
     /// names the methods), the user key before the message id. A write
     /// leaves its inbox's upkeep (compaction, tidying) in `afterAnswer`.
-    package func respond(to request: CGIRequest, afterAnswer: inout Upkeep?) throws -> CGIResponse {
+    package func respond(to request: CGIRequest, afterAnswer: inout Upkeep) throws -> CGIResponse {
         if request.path == Self.bulkPath { return try bulk(request, afterAnswer: &afterAnswer) }
         // The program reads bodies up to the bulk limit; every other request
         // keeps a single message's.
@@ -93,9 +93,9 @@ package struct InboxRoute: Sendable {
 
     /// The inbox a write changes, with its upkeep left for after the answer
     /// (whether the write succeeds or not).
-    func store(for request: CGIRequest, afterAnswer: inout Upkeep?) throws -> InboxStore {
+    func store(for request: CGIRequest, afterAnswer: inout Upkeep) throws -> InboxStore {
         let store = try store(for: try request.userKey())
-        afterAnswer = Upkeep { try store.upkeep() }
+        afterAnswer = Upkeep { try store.upkeep(onlyIfDue: true) }
         return store
     }
 

@@ -330,17 +330,37 @@ package struct InboxStore: Sendable {
     private func changing<T>(onlyDeleting: Bool = false, _ body: (inout ChangeLog) throws -> T) throws -> T {
         if !onlyDeleting { try FreeSpaceError.check(root, floor: settings.minimumFreeBytes) }
         let log = logPath
-        return try KeyLock.withLock(root: root, route: Self.route, key: key, holdsData: { Sys.exists(log) }) {
+        // A new lock file means no writer was killed holding it: nothing to tidy.
+        let tidy: (Bool) -> Void = { lockWasNew in if !lockWasNew { Self.tidyDue = true } }
+        return try KeyLock.withLock(root: root, route: Self.route, key: key, holdsData: { Sys.exists(log) }, tidy: tidy) {
             var log: ChangeLog
             do {
                 try Sys.makeDirectories(messagesDirectory)
                 log = try ChangeLog.openForWriting(logPath, directory: directory)
             } catch let error as SystemError {
                 throw StorageError(error, .writing)
+            } catch let error as StorageError {
+                // A new log made but not synced holds no message: nothing a reader sees changed.
+                throw StorageError(error.cause, .writing)
             }
-            defer { log.close() }
+            defer {
+                if isCompactionDue(log) { Self.compactionDue = true }
+                log.close()
+            }
             return try body(&log)
         }
+    }
+
+    /// What this process's writes found due for `upkeep`. Process-wide, as
+    /// a CGI process answers one request; a stale value only costs or saves
+    /// work, never changes what upkeep does (it checks again under the lock).
+    nonisolated(unsafe) private static var tidyDue = false
+    nonisolated(unsafe) private static var compactionDue = false
+
+    /// Once the log holds the minimum and twice as many records as after its
+    /// last compaction: O(1) compaction work per write.
+    private func isCompactionDue(_ log: ChangeLog) -> Bool {
+        log.count >= max(settings.compactionMinimumRecords, 2 * log.header.records)
     }
 
     /// The inbox's upkeep, run after a write has answered (so that neither
@@ -350,15 +370,19 @@ package struct InboxStore: Sendable {
     /// the temporary files killed writers left (none can be live: every
     /// writer of this inbox holds the lock). A failure leaves the inbox as
     /// it was, and the next write's upkeep tries again.
-    package func upkeep() throws {
+    ///
+    /// `onlyIfDue`: skip it all unless a write of this process found it due
+    /// (what the program does after each write; costs nothing otherwise).
+    package func upkeep(onlyIfDue: Bool = false) throws {
+        if onlyIfDue && !Self.tidyDue && !Self.compactionDue { return }
         try KeyLock.ifFree(root: root, route: Self.route, key: key) { tidyDue in
-            if tidyDue {
+            if tidyDue || Self.tidyDue {
                 AtomicFile.removeTemporaries(in: messagesDirectory)
                 AtomicFile.removeTemporaries(in: directory)
             }
             guard var log = try ChangeLog.openForReading(logPath) else { return }
             defer { log.close() }
-            if log.count >= max(settings.compactionMinimumRecords, 2 * log.header.records) { try compact(&log) }
+            if isCompactionDue(log) { try compact(&log) }
         }
     }
 

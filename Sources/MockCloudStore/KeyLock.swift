@@ -35,10 +35,11 @@ package enum KeyLock {
     /// removed after `body` (returned or thrown) when `holdsData` then says
     /// the key holds nothing; when the lock file was new or untouched for
     /// `tidyIntervalSeconds`, `tidy` runs first (it removes what killed
-    /// writers left) and the lock file is touched.
+    /// writers left; it learns whether the lock file was new) and the lock
+    /// file is touched.
     package static func withLock<T>(
         root: String, route: Route, key: UserKey, shared: Bool = false,
-        holdsData: () -> Bool = { true }, tidy: () -> Void = {}, _ body: () throws -> T
+        holdsData: () -> Bool = { true }, tidy: (_ lockWasNew: Bool) -> Void = { _ in }, _ body: () throws -> T
     ) throws -> T {
         while true {
             do {
@@ -76,7 +77,7 @@ package enum KeyLock {
         do {
             try attempt(
                 root: root, route: route, key: key, shared: false, create: true, wait: false,
-                holdsData: holdsData, tidy: {}, body)
+                holdsData: holdsData, tidy: { _ in }, body)
             return true
         } catch is Retry {
             return false
@@ -113,7 +114,7 @@ package enum KeyLock {
             do {
                 return try attempt(
                     root: root, route: route, key: key, shared: shared, create: false,
-                    holdsData: { true }, tidy: {}, body)
+                    holdsData: { true }, tidy: { _ in }, body)
             } catch is Retry {
                 continue
             } catch is Missing {
@@ -134,7 +135,7 @@ package enum KeyLock {
 
     private static func attempt<T>(
         root: String, route: Route, key: UserKey, shared: Bool, create: Bool, wait: Bool = true,
-        holdsData: () -> Bool, tidy: () -> Void, _ body: () throws -> T
+        holdsData: () -> Bool, tidy: (Bool) -> Void, _ body: () throws -> T
     ) throws -> T {
         let path = self.path(root: root, route: route, key: key)
         // Readers lock a read-only descriptor: a read-only data directory
@@ -174,7 +175,7 @@ package enum KeyLock {
                 // Removed (its key's data gone) while this process waited.
                 guard try Sys.isStill(fd, at: path) else { throw Retry() }
                 if !shared, try created || Sys.secondsSinceModified(fd, path: path) > tidyIntervalSeconds {
-                    tidy()
+                    tidy(created)
                     try Sys.touch(fd, path: path)
                 }
             } catch let error as SystemError {

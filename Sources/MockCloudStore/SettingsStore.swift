@@ -73,7 +73,7 @@ package struct SettingsStore: Sendable {
         }
         let file = path(for: key)
         return try KeyLock.withLock(
-            root: root, route: Self.route, key: key, holdsData: { Sys.exists(file) }, tidy: { removeTemporaries(key) }
+            root: root, route: Self.route, key: key, holdsData: { Sys.exists(file) }, tidy: { _ in removeTemporaries(key) }
         ) {
             let current = try readLocked(key)
             let (change, result) = try decide(current)

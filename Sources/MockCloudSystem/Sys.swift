@@ -182,8 +182,8 @@ package enum Sys {
         if try makeDirectory(path, mode: mode) { return }
         let code = Glibc.errno
         if code == EEXIST { return try checkDirectory(path) }
-        if code == ENOENT, let slash = path.lastIndex(of: "/"), slash != path.startIndex {
-            try makeDirectories(KeepUntilExit.keep(String(path[..<slash])), mode: mode)
+        if code == ENOENT, case let parent = parent(of: path), parent != "/", parent != "." {
+            try makeDirectories(parent, mode: mode)
             if try makeDirectory(path, mode: mode) || Glibc.errno == EEXIST { return }
             throw SystemError("mkdir", path: path, errno: Glibc.errno)
         }
@@ -196,10 +196,20 @@ package enum Sys {
         var result: Int32
         repeat { result = path.withCString { Glibc.mkdir($0, mode) } } while result != 0 && Glibc.errno == EINTR
         guard result == 0 else { return false }
-        if let slash = path.lastIndex(of: "/") {
-            try syncDirectory(slash == path.startIndex ? "/" : KeepUntilExit.keep(String(path[..<slash])))
-        }
+        try syncDirectory(parent(of: path))
         return true
+    }
+
+    /// The folder `path` is in: what comes before its last `/` ("/" for a
+    /// top-level path, "." for a bare name). Bytes, not Characters: a
+    /// Character search costs a process thousands of instructions.
+    static func parent(of path: String) -> String {
+        var path = path
+        return path.withUTF8 { utf8 in
+            guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+            if slash == 0 { return "/" }
+            return KeepUntilExit.keep(String(decoding: UnsafeBufferPointer(rebasing: utf8[..<slash]), as: UTF8.self))
+        }
     }
 
     /// Reads a whole file; `nil` when it does not exist. `flags` are added

@@ -63,8 +63,8 @@ import Testing
         let error = FreeSpaceError(available: 3 << 20 | 1 << 19, floor: 64 << 20)
         #expect(error.status.code == 507)
         #expect(error.dataChange == .no)
-        #expect(error.message == "the data directory is nearly full (3.5 MiB free, below the 64.0 MiB kept free for"
-            + " the system); nothing was written and the stored data is unchanged. Deleting still works; writes"
+        #expect(error.message == "the data directory is nearly full (3.5 MiB free, below the floor of 64.0 MiB kept"
+            + " free for the system); nothing was written and the stored data is unchanged. Deleting still works; writes"
             + " resume once space is freed")
         #expect(error.logDetail?.contains("MOCKCLOUD_MIN_FREE_MB") == true)
     }

@@ -102,17 +102,20 @@ def race_first_write(args, checks, scratch, round_):
         {"id": "a%d-%d" % (round_, i), "version": 1, "body": {"i": i}} for i in range(5)]})
     reader = Request("inbox", "GET", "/inbox", query="limit=1000")
     problems = []
-    open_log = occurrence(args.cgi_bin, reader, data, {}, "openat", "changes.log", scratch)
+    # The reader's look for the log, made after it found no lock file.
+    open_log = occurrence(args.cgi_bin, reader, data, {}, "newfstatat", "changes.log", scratch)
     first_rename = occurrence(args.cgi_bin, bulk, data, {}, "rename", "/messages/", scratch)
     if not open_log or not first_rename:
         checks.check("(a) round %d: the held points exist" % round_,
-                     ["reader's open of the log: %s; writer's first message rename: %s" % (open_log, first_rename)])
+                     ["reader's look for the log: %s; writer's first message rename: %s" % (open_log, first_rename)])
         return
-    # The reader checks "no lock file, no log", then waits at its open of the
-    # log; the writer creates both, appends its records and waits before
-    # renaming the message files while the reader reads.
+    # The reader finds no lock file and no log, then waits just after its
+    # look for the log; the writer creates both, appends its records and
+    # waits before renaming the message files while the reader goes on (a
+    # reader that then opened the log would pass records whose files are
+    # not in place yet).
     read = held(args.cgi_bin, reader, data, {}, scratch, "reader",
-                "openat:delay_enter=%dms:when=%d" % (HOLD_MS, open_log))
+                "newfstatat:delay_exit=%dms:when=%d" % (HOLD_MS, open_log))
     time.sleep(HOLD_MS / 4000.0)
     write = held(args.cgi_bin, bulk, data, {}, scratch, "writer",
                  "rename:delay_enter=%dms:when=%d" % (2 * HOLD_MS, first_rename))
@@ -187,7 +190,7 @@ def race_sweep(args, checks, scratch, round_):
     variants = [
         ("", None),
         (", its temporary 60 s old (a clock step, or a disk that stalled)", "stepped"),
-        (", kb's sweep held at its unlinkat of ka's 60 s old leftover while ka replaces it with its live one",
+        (", kb's sweep held at its unlink of ka's 60 s old leftover while ka replaces it with its live one",
          "leftover"),
     ]
     for words, variant in variants:
@@ -216,12 +219,12 @@ def race_sweep(args, checks, scratch, round_):
                 f.write("{}")
             os.utime(temporary, (old, old))
             os.utime(lock_b, (aged, aged))
-            unlink = occurrence(args.cgi_bin, write_b(9), data, {}, "unlinkat", ".~ka.json", scratch)
+            unlink = occurrence(args.cgi_bin, write_b(9), data, {}, "unlink", ".~ka.json", scratch)
             if not unlink:
                 problems.append("kb's writer does not sweep ka's leftover")
             else:
                 sweeper = held(args.cgi_bin, write_b(9), data, {}, scratch, "sweeper",
-                               "unlinkat:delay_enter=%dms:when=%d" % (3 * HOLD_MS, unlink))
+                               "unlink:delay_enter=%dms:when=%d" % (3 * HOLD_MS, unlink))
                 time.sleep(HOLD_MS / 4000.0)
         write_a = settings_put({"updatedAt": "2026-02-01T00:00:00Z", "k": "ka", "round": round_}, key="ka")
         # fsync names a descriptor: the first one after the temporary's openat.

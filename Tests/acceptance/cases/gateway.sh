@@ -58,9 +58,9 @@ for status in 400 401 403 404 500 503; do
     body_is "{\"error\": \"the program's own $status\"}"
 done
 
-it "a program that traps still answers a JSON 500, and the server log says it crashed"
+it "a program that traps still answers a JSON 500 saying nothing changed, and the server log says it crashed"
 expect 500 PUT /user/settings -H 'X-Crash: 1' -d '{}'
-body_is '{"error": "internal error; see the server log"}'
+body_is '{"error": "internal error; see the server log", "changed": "no"}'
 grep -q "the program crashed (fatal signal)" "$RUN/logs/error.log" || fail "error.log: $(tail -3 "$RUN/logs/error.log")"
 
 it "a broken chunked body is refused by nginx with a JSON 400, before any program runs"

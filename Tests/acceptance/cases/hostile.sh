@@ -69,20 +69,28 @@ expect 200 PUT /user/settings -H 'X-User-Key: lock-gone' -d '{"a": 2}'
 expect 200 GET /user/settings -H 'X-User-Key: lock-gone'
 py 'assert doc["a"] == 2, doc'
 
-it "a temporary file a killed writer left long ago is swept; a fresh one (a writer at work) is not"
+it "a killed writer's temporary file is removed by another key's write; a live writer's is not, however old"
+# Who is at work is told by the lock, never by a file's age (a clock step would fool that).
+expect 200 PUT /user/settings -H 'X-User-Key: busy' -d '{"a": 1}'
 printf '{"half": ' >"$DATA/user_settings/.~ghost.json"
-touch -d '1 hour ago' "$DATA/user_settings/.~ghost.json"
 printf '{"half": ' >"$DATA/user_settings/.~busy.json"
+touch -d '1 hour ago' "$DATA/user_settings/.~ghost.json" "$DATA/user_settings/.~busy.json"
+flock -x "$DATA/.locks/user_settings.busy.lock" sleep 10 &
+holder=$!
+for _ in $(seq 50); do flock -n -x "$DATA/.locks/user_settings.busy.lock" true || break; sleep 0.1; done
 expect 200 PUT /user/settings -H 'X-User-Key: sweeper' -d '{"a": 1}'
-[[ ! -e "$DATA/user_settings/.~ghost.json" ]] || fail "a temporary file an hour old is still there"
-[[ -e "$DATA/user_settings/.~busy.json" ]] || fail "a fresh temporary file was removed"
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+[[ ! -e "$DATA/user_settings/.~ghost.json" ]] || fail "a temporary file no writer holds is still there"
+[[ -e "$DATA/user_settings/.~busy.json" ]] || fail "the temporary file of a writer at work was removed"
 rm -f "$DATA/user_settings/.~busy.json"
 
-it "an inbox message's stale temporary file is swept by a later write of another message"
+it "an inbox message's stale temporary file is swept after a later write of another message has answered"
 expect 201 PUT /inbox/m1 -H 'X-User-Key: sweep-inbox' -d '{"a": 1}'
 printf '{"half": ' >"$DATA/inbox/sweep-inbox/messages/.~lost.json"
-touch -d '1 hour ago' "$DATA/inbox/sweep-inbox/messages/.~lost.json" "$DATA/.locks/inbox.sweep-inbox.lock"
+touch -d '1 hour ago' "$DATA/.locks/inbox.sweep-inbox.lock"
 expect 201 PUT /inbox/m2 -H 'X-User-Key: sweep-inbox' -d '{"a": 2}'
+# The sweep runs after the answer: give it a moment.
+for _ in $(seq 50); do [[ -e "$DATA/inbox/sweep-inbox/messages/.~lost.json" ]] || break; sleep 0.1; done
 [[ ! -e "$DATA/inbox/sweep-inbox/messages/.~lost.json" ]] || fail "the stale temporary file is still there"
 
 # ---------------------------------------------------------------- planted links
@@ -91,7 +99,7 @@ it "a symbolic link planted as a lock file is refused, logged, and never followe
 mkdir -p "$DATA/.locks"
 ln -s "$WORK/planted-target" "$DATA/.locks/user_settings.planted.lock"
 expect 500 PUT /user/settings -H 'X-User-Key: planted' -d '{"a": 1}'
-body_is '{"error": "refused a symbolic link in the data directory; see the server log"}'
+body_is '{"error": "refused a symbolic link in the data directory; see the server log", "changed": "no"}'
 [[ ! -e "$WORK/planted-target" ]] || fail "the link was followed: $WORK/planted-target exists"
 grep -q "symbolic link" "$RUN/logs/error.log" || fail "no log line names the link"
 
@@ -105,7 +113,7 @@ it "a symbolic link planted as a key's inbox directory is refused"
 mkdir -p "$WORK/outside-inbox"
 ln -s "$WORK/outside-inbox" "$DATA/inbox/planted3"
 expect 500 PUT /inbox/m1 -H 'X-User-Key: planted3' -d '{"a": 1}'
-body_is '{"error": "refused a symbolic link in the data directory; see the server log"}'
+body_is '{"error": "refused a symbolic link in the data directory; see the server log", "changed": "no"}'
 [[ -z "$(ls -A "$WORK/outside-inbox")" ]] || fail "written through the link: $(ls -A "$WORK/outside-inbox")"
 
 # ---------------------------------------------------------------- configuration errors
@@ -119,7 +127,7 @@ grep -q "token file $WORK/no-such-tokens cannot be read" "$RUN/logs/error.log" |
 
 it "the same with a token: still closed"
 expect 500 PUT /user/settings -H 'X-User-Key: k' -H 'Authorization: Bearer mct_anything' -d '{"a": 1}'
-body_is '{"error": "server misconfigured; see the server log"}'
+body_is '{"error": "server misconfigured; see the server log", "changed": "no"}'
 
 # ---------------------------------------------------------------- scoped tokens
 
