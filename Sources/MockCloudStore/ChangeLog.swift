@@ -143,6 +143,17 @@ package struct ChangeLog {
         count += records
     }
 
+    /// Cuts off the last `records` records: for a writer, still holding the
+    /// key's lock, whose change failed before any of it could be seen (so
+    /// no reader was shown their seqs). Best effort: records left are dead.
+    package mutating func takeBack(_ records: Int) throws {
+        let kept = max(0, count - records)
+        guard kept < count else { return }
+        try Sys.truncate(fd, to: (kept + 1) * Self.recordSize, path: path)
+        try Sys.fdatasync(fd, path: path)
+        count = kept
+    }
+
     /// Whole records whose text decodes, counted back from the end: a crash
     /// may leave a partial record or a block of zeros after the last one.
     private func countOfValidRecords() throws -> Int {

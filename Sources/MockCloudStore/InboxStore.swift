@@ -400,10 +400,12 @@ package struct InboxStore: Sendable {
     }
 
     /// The log records first (durable: the commit point), then the message
-    /// files. A failure after the append leaves its records dead where their
-    /// files were not written, never taken back: a reader may already have
-    /// passed their seqs, and a message file renamed before the failure is
-    /// listed by its record.
+    /// files. Once any message file is in place its records stay, whatever
+    /// fails next (a reader may be shown them the moment the lock goes); a
+    /// record whose file was not written is dead. Only a failure before any
+    /// file a reader sees changed takes the records back, so that a refused
+    /// write (a full disk) leaves the log as it was: no reader can have
+    /// seen them, as the lock was held throughout.
     private func commit(
         records: Int, log: inout ChangeLog, _ append: (inout ChangeLog) throws -> Void, files write: () throws -> Void
     ) throws {
@@ -413,7 +415,12 @@ package struct InboxStore: Sendable {
         } catch let error as SystemError {
             throw StorageError(error, .writing)
         }
-        try write()
+        do {
+            try write()
+        } catch let error as StorageError where error.phase == .writing {
+            try? log.takeBack(records)
+            throw error
+        }
     }
 
     /// Rewrites the log with only the records that still name a message's
