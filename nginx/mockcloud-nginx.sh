@@ -17,7 +17,8 @@
 #   MOCKCLOUD_TOKENS                              passed to the programs
 #   MOCKCLOUD_INBOX_MAX_MESSAGES, MOCKCLOUD_INBOX_TOMBSTONE_HORIZON,
 #   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
-#   MOCKCLOUD_LIMITS    off: no per-address request limits (benchmarks only)
+#   MOCKCLOUD_LIMITS    off: no per-address cap on requests in progress (for a
+#                       server every client reaches through one address)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a local CA and a certificate it signs are made in
 #                       the run dir (admin/tls.sh).
@@ -251,7 +252,7 @@ load_settings() {
     INBOX_COMPACT_MIN_RECORDS="${MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS:-}"
     LIMITS="${MOCKCLOUD_LIMITS:-}"
     [[ -z "$LIMITS" || "$LIMITS" == off || "$LIMITS" == on ]] ||
-        die "MOCKCLOUD_LIMITS must be 'off' (no per-address limits) or unset, not '$LIMITS'"
+        die "MOCKCLOUD_LIMITS must be 'off' (no per-address cap) or unset, not '$LIMITS'"
     [[ "$LIMITS" != on ]] || LIMITS=""
     for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS; do
         [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
@@ -564,7 +565,7 @@ case "${1:-}" in
     start) cmd_start ;;
     stop) cmd_stop ;;
     *)
-        sed -n '2,20s/^# \{0,1\}//p' "$0" >&2
+        sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "$0" >&2
         exit 2
         ;;
 esac
