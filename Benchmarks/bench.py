@@ -387,6 +387,10 @@ def main():
             # folder in the data directory (docs/API.md §5), and the feed
             # only reads the files.
             subprocess.run(["cp", "-al", seeded[key], os.path.join(data, "inbox", key)], check=True)
+        # A stack started as root serves as its own user (the data
+        # directory's owner, Tests/support/stack.sh): the seeded inboxes
+        # become that user's too.
+        subprocess.run(["chown", "-R", "--reference", data, os.path.join(data, "inbox")], check=True)
 
     for server in servers:
         status, body = https(server.port, "PUT", "/user/settings", {"X-User-Key": "u1"}, SETTINGS_BODY)

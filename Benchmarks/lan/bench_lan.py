@@ -54,6 +54,8 @@ class Lab:
         self.server_ns, self.phone_ns = f"mcl-srv-{tag}", f"mcl-phone-{tag}"
         self.namespaces, self.procs = [], []
         self.work = tempfile.mkdtemp(prefix="mclan.")
+        # The stack serves as the mockcloud user, who must reach it inside.
+        os.chmod(self.work, 0o711)
         self.stack_env = None
         self.link = None
 

@@ -59,6 +59,8 @@ finish() {
 
 # Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
 WORK="$(mktemp -d /tmp/mcapi.XXXXXX)"
+# As root the stack serves as the mockcloud user, who must reach it inside.
+chmod 0711 "$WORK"
 STACK_RUN=""
 cleanup() {
     [[ -z "$STACK_RUN" ]] || MOCKCLOUD_RUN="$STACK_RUN" "$LAUNCHER" stop >/dev/null ||

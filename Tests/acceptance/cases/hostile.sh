@@ -110,11 +110,16 @@ body_is '{"error": "refused a symbolic link in the data directory; see the serve
 
 # ---------------------------------------------------------------- configuration errors
 
-it "a token file that cannot be read: a generic 500 to the client, the detail in the log"
-start_stack no-tokens "MOCKCLOUD_TOKENS=$WORK/no-such-tokens" || fail "the stack did not start"
+it "a token file that goes after the start: a generic 500 to the client, the detail in the log"
+# The launcher refuses to start without it (cases/secrets.sh); the programs
+# read it on every request, so a file removed while serving is their case.
+"$MOCKCLOUD_CGI_BIN/mockcloud-admin" token "$WORK/gone.tokens" gone >/dev/null 2>&1
+own_secrets "$WORK/gone.tokens"
+start_stack gone-tokens "MOCKCLOUD_TOKENS=$WORK/gone.tokens" || fail "the stack did not start"
+rm -f "$WORK/gone.tokens"
 expect 500 GET /user/settings -H 'X-User-Key: k'
 body_is '{"error": "server misconfigured; see the server log"}'
-grep -q "token file $WORK/no-such-tokens cannot be read" "$RUN/logs/error.log" ||
+grep -q "token file $WORK/gone.tokens cannot be read" "$RUN/logs/error.log" ||
     fail "the log does not name the token file: $(tail -n 3 "$RUN/logs/error.log")"
 
 it "the same with a token: still closed"
@@ -128,6 +133,7 @@ it "mockcloud-admin token --keys issues a token limited to those keys"
 scoped="$("$MOCKCLOUD_CGI_BIN/mockcloud-admin" token "$scoped_file" phone --keys alice,bob 2>"$WORK/admin.err")" ||
     fail "mockcloud-admin token --keys failed: $(cat "$WORK/admin.err")"
 everything="$("$MOCKCLOUD_CGI_BIN/mockcloud-admin" token "$scoped_file" laptop 2>/dev/null)"
+own_secrets "$scoped_file"
 start_stack scoped "MOCKCLOUD_TOKENS=$scoped_file" || fail "the stack did not start"
 expect 200 PUT /user/settings -H 'X-User-Key: alice' -H "Authorization: Bearer $scoped" -d '{"a": 1}'
 expect 200 GET /inbox -H 'X-User-Key: bob' -H "Authorization: Bearer $scoped"
