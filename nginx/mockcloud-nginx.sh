@@ -545,6 +545,7 @@ start_all() {
     [[ -x "$CGI_BIN/user-settings" ]] ||
         warn "warning: $CGI_BIN/user-settings is missing: run 'make install'"
     [[ -z "$SERVE_USER" ]] || ensure_user
+    check_secret_files
 
     mkdir -p -m 0700 "$RUN"
     # A run directory that already existed keeps whatever mode it had, and
