@@ -157,3 +157,25 @@ expect 400 PUT /user/settings -H 'X-User-Key: alice' -H "Authorization: Bearer $
 body_is '{"error": "Authorization sent more than once; send it once"}'
 expect 200 GET /user/settings -H 'X-User-Key: alice' -H "Authorization: Bearer $scoped"
 py 'assert doc["a"] == 1, doc'
+
+# ---------------------------------------------------------------- oversized headers
+# docs/API.md §2: past 8 KiB in one header line, HTTP/1.1 gets the JSON 431
+# and HTTP/2 a GOAWAY without an answer (nginx 1.22's connection error for
+# an oversized field); below it, an oversized key is the program's 400.
+use_stack main "$MAIN_PORT"
+big_key="$(head -c 15000 /dev/urandom | base64 -w0 | tr -d '+/=' | head -c 20480)"
+
+it "a 20 KB X-User-Key over HTTP/1.1 answers the JSON 431"
+expect 431 GET /user/settings --http1.1 -H "X-User-Key: $big_key"
+body_is '{"error": "request header fields too large"}'
+
+it "the same over HTTP/2 ends that connection with GOAWAY and no answer; the next connection is served"
+code="$(curl -sk --noproxy '*' --http2 -o /dev/null -w '%{http_code}' -H "X-User-Key: $big_key" "$BASE/user/settings" 2>"$WORK/h2.err")"
+status=$?
+[[ "$code" == 000 && "$status" != 0 ]] || fail "HTTP/2 with a 20 KB header: status $code, curl exit $status (expected no answer)"
+expect 404 GET /user/settings --http2 -H 'X-User-Key: after-goaway'
+[[ "$(last_header content-type)" == application/json ]] || fail "the next request was not answered normally"
+
+it "a 4 KB X-User-Key over HTTP/2 reaches the program: its JSON 400"
+expect 400 GET /user/settings --http2 -H "X-User-Key: ${big_key:0:4096}"
+body_is '{"error": "invalid X-User-Key shape"}'
