@@ -4,17 +4,8 @@
 # on a root of its own (MOCKCLOUD_PREFIX) beside an unrelated fcgiwrap and
 # an unrelated nginx, both running as root; each is stopped by PID.
 
-# children_of PID: its direct children, from /proc.
-children_of() {
-    local stat line rest
-    for stat in /proc/[0-9]*/stat; do
-        { read -r line <"$stat"; } 2>/dev/null || continue
-        rest="${line##*) }"
-        rest="${rest#* }"
-        [[ "${rest%% *}" == "$1" ]] && printf '%s ' "${line%% *}"
-    done
-}
-
+# The processes below fcgiwrap (its preforked children) and below an nginx
+# master (its workers): `below`, in cases.sh.
 fcgiwrap_bin="$(PATH="$PATH:/usr/sbin" command -v fcgiwrap || echo /usr/sbin/fcgiwrap)"
 
 # start_fcgiwrap SOCKET [setpriv options]: fcgiwrap on SOCKET (as root, or
@@ -30,7 +21,7 @@ start_fcgiwrap() {
     fi
     FCGI_PID=$!
     for ((i = 0; i < 100; i++)); do
-        [[ -S "$socket" && -n "$(children_of "$FCGI_PID")" ]] && return 0
+        [[ -S "$socket" && -n "$(below "$FCGI_PID")" ]] && return 0
         sleep 0.05
     done
     fail "fcgiwrap on $socket did not start"
@@ -39,7 +30,7 @@ start_fcgiwrap() {
 # stop_fcgiwrap PID: the parent, then its preforked children, by PID.
 stop_fcgiwrap() {
     local children
-    children="$(children_of "$1")"
+    children="$(below "$1")"
     kill "$1" 2>/dev/null
     wait "$1" 2>/dev/null
     # shellcheck disable=SC2086
@@ -106,9 +97,9 @@ NGINX
     it "doctor names root nginx workers when the nginx in its pid file has them"
     cp "$WORK/other-nginx/nginx.pid" "$prefix/run/nginx.pid"
     doctor
-    worker="$(children_of "$other_nginx")"
-    grep -q "problem: an nginx worker (pid ${worker% }, of the nginx in $prefix/run/nginx.pid) runs as root" "$WORK/doctor.out" ||
-        fail "doctor missed the root worker ${worker% }: $(grep -A1 'runs as root' "$WORK/doctor.out")"
+    worker="$(below "$other_nginx" | head -n 1)"
+    grep -q "problem: an nginx worker (pid $worker, of the nginx in $prefix/run/nginx.pid) runs as root" "$WORK/doctor.out" ||
+        fail "doctor missed the root worker $worker: $(grep -A1 'runs as root' "$WORK/doctor.out")"
 
     stop_fcgiwrap "$own_fcgiwrap"
     stop_fcgiwrap "$other_fcgiwrap"

@@ -83,15 +83,23 @@ else
     readme_blocks "Signing stored data (HMAC-SHA256)" | awk -v dir="$WORK" '/^# --$/ { n++; next } { print > (dir "/signing-" (n + 0) ".sh") }'
     readme_blocks "Bearer tokens (optional)" | awk -v dir="$WORK" '/^# --$/ { n++; next } { print > (dir "/tokens-" (n + 0) ".sh") }'
     readme_port="$(free_port)"
+    # serve_readme BLOCK OUT: BLOCK run (as_run) in the checkout-like
+    # directory in the background, its output in OUT, recorded for cleanup;
+    # README_PID is its PID. Returns once it served, or after 15 s.
+    serve_readme() {
+        local i
+        grep -q 'make serve$' "$1" || fail "the section's block does not end in make serve: $(cat "$1")"
+        : >"$2"
+        (cd "$readme" && MOCKCLOUD_PORT="$readme_port" exec bash -e <(as_run "$1")) >"$2" 2>&1 &
+        README_PID=$!
+        SERVER_PIDS+=("$README_PID")
+        for ((i = 0; i < 150; i++)); do grep -q 'MockCloud serving' "$2" && break; sleep 0.1; done
+        grep -q 'MockCloud serving' "$2" || fail "no server: $(cat "$2")"
+        BASE="https://127.0.0.1:$readme_port" DATA="$readme/data" RUN="$readme/run"
+    }
 
     it "README's signing section, run as root as written: the server signs, checks and keeps serving after sign and rotate"
-    grep -q 'make serve$' "$WORK/signing-0.sh" || fail "the section's first block does not end in make serve: $(cat "$WORK/signing-0.sh")"
-    (cd "$readme" && MOCKCLOUD_PORT="$readme_port" exec bash -e <(as_run "$WORK/signing-0.sh")) >"$WORK/readme-signing.out" 2>&1 &
-    readme_pid=$!
-    SERVER_PIDS+=("$readme_pid")
-    for ((i = 0; i < 150; i++)); do grep -q 'MockCloud serving' "$WORK/readme-signing.out" && break; sleep 0.1; done
-    grep -q 'MockCloud serving' "$WORK/readme-signing.out" || fail "no server: $(cat "$WORK/readme-signing.out")"
-    BASE="https://127.0.0.1:$readme_port" DATA="$readme/data" RUN="$readme/run"
+    serve_readme "$WORK/signing-0.sh" "$WORK/readme-signing.out"
     expect 200 PUT /user/settings -H 'X-User-Key: u1' -d '{"weight": 71.3}'
     [[ -f "$DATA/user_settings/u1.json.mac" ]] || fail "no MAC sidecar: not signed"
     expect 200 GET /user/settings -H 'X-User-Key: u1'
@@ -104,22 +112,17 @@ else
         fail "rotate: $(cat "$WORK/readme-rotate.out")"
     expect 200 GET /user/settings -H 'X-User-Key: legacy'
     expect 200 GET /user/settings -H 'X-User-Key: u1'
-    kill -TERM "$readme_pid"
-    wait "$readme_pid"
+    kill -TERM "$README_PID"
+    wait "$README_PID"
 
     it "README's token section, run as root as written: the server checks tokens"
-    grep -q 'make serve$' "$WORK/tokens-0.sh" || fail "the section's block has no make serve: $(cat "$WORK/tokens-0.sh")"
-    (cd "$readme" && MOCKCLOUD_PORT="$readme_port" exec bash -e <(as_run "$WORK/tokens-0.sh")) >"$WORK/readme-tokens.out" 2>&1 &
-    readme_pid=$!
-    SERVER_PIDS+=("$readme_pid")
-    for ((i = 0; i < 150; i++)); do grep -q 'MockCloud serving' "$WORK/readme-tokens.out" && break; sleep 0.1; done
-    grep -q 'MockCloud serving' "$WORK/readme-tokens.out" || fail "no server: $(cat "$WORK/readme-tokens.out")"
+    serve_readme "$WORK/tokens-0.sh" "$WORK/readme-tokens.out"
     mapfile -t tokens < <(grep -o '^mct_[A-Za-z0-9_]*' "$WORK/readme-tokens.out")
     ((${#tokens[@]} == 2)) || fail "README's commands printed ${#tokens[@]} tokens: $(cat "$WORK/readme-tokens.out")"
     expect 401 GET /user/settings -H 'X-User-Key: u1'
     expect 200 GET /user/settings -H 'X-User-Key: u1' -H "Authorization: Bearer ${tokens[0]:-none}"
     expect 200 PUT /user/settings -H 'X-User-Key: u2' -H "Authorization: Bearer ${tokens[1]:-none}" -d '{}'
     expect 403 GET /user/settings -H 'X-User-Key: u3' -H "Authorization: Bearer ${tokens[1]:-none}"
-    kill -TERM "$readme_pid"
-    wait "$readme_pid"
+    kill -TERM "$README_PID"
+    wait "$README_PID"
 fi

@@ -9,18 +9,6 @@
 # uid_of PID: the real and effective uids ("0 0").
 uid_of() { awk '/^Uid:/ { print $2, $3 }' "/proc/$1/status" 2>/dev/null; }
 
-# Every process below PID, from /proc (procps may be absent).
-below() {
-    local stat line rest
-    for stat in /proc/[0-9]*/stat; do
-        { read -r line <"$stat"; } 2>/dev/null || continue
-        rest="${line##*) }"
-        rest="${rest#* }"
-        printf '%s %s\n' "${line%% *}" "${rest%% *}"
-    done | awk -v root="$1" '{ parent[$1] = $2 } END {
-        for (pid in parent) { p = parent[pid]
-            for (d = 0; p != "" && p != 0 && d < 64; d++) { if (p == root) { print pid; break } p = parent[p] } } }'
-}
 
 # serving_processes RUN: "pid:command:real effective uids;" for each of
 # nginx's workers, fcgiwrap and everything below it, of the stack in RUN.
