@@ -8,7 +8,11 @@
 # www-data, 0700), the key, token and certificate key files (modes), the
 # certificate (verifies with the CA, ends in more than 30 days), nginx -t,
 # the site enabled or the snippet included, and a live GET /user/settings
-# through nginx with the CA (no -k). Run it as root.
+# through nginx with the CA (no -k). Run it as root. Of the processes it
+# judges only MockCloud's own: the fcgiwrap processes that hold the socket
+# the site names, and the workers of the nginx in nginx's pid file (another
+# fcgiwrap or nginx on the box, e.g. a git web front end's, is not its
+# business).
 set -uo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"
 PREFIX="${MOCKCLOUD_PREFIX:-}"    # a root to check instead of / (the package test)
@@ -17,7 +21,7 @@ ETC="$PREFIX/etc/mockcloud"
 DATA="$PREFIX/var/lib/mockcloud"
 SITE="$PREFIX/etc/nginx/sites-available/mockcloud"
 ENABLED="$PREFIX/etc/nginx/sites-enabled/mockcloud"
-SOCKET="$PREFIX/run/fcgiwrap.socket"
+NGINX_PID_FILE="$PREFIX/run/nginx.pid"
 USER_NAME=www-data
 URL=""
 while (($# > 0)); do
@@ -40,6 +44,45 @@ site_setting() {
 # owner_mode FILE: "owner mode", e.g. "www-data 600".
 owner_mode() { stat -c '%U %a' "$1" 2>/dev/null; }
 
+# The fcgiwrap socket the site passes requests to.
+SOCKET="$(site_setting mockcloud_fcgi)"
+SOCKET="${SOCKET#unix:}"
+SOCKET="$PREFIX${SOCKET:-/run/fcgiwrap.socket}"
+
+# proc_field PID NAME: a field of /proc/PID/status ("Uid" gives the real,
+# effective, saved and file-system uids).
+proc_field() { awk -v want="$2:" '$1 == want { $1 = ""; print substr($0, 2); exit }' "/proc/$1/status" 2>/dev/null; }
+
+# The fcgiwrap processes listening on SOCKET: those holding the socket whose
+# inode /proc/net/unix lists for that path (systemd, which holds it too for
+# socket activation, is not one of them).
+fcgiwrap_behind() {
+    local inodes fd link pid
+    inodes="$(awk -v path="$1" '$NF == path { print $7 }' /proc/net/unix 2>/dev/null | sort -u)"
+    [[ -n "$inodes" ]] || return 0
+    for fd in /proc/[0-9]*/fd/*; do
+        link="$(readlink "$fd" 2>/dev/null)" || continue
+        [[ "$link" == socket:\[*\] ]] || continue
+        link="${link#socket:[}"
+        grep -qx -- "${link%]}" <<<"$inodes" || continue
+        pid="${fd#/proc/}"
+        pid="${pid%%/*}"
+        [[ "$(proc_field "$pid" Name)" == fcgiwrap ]] && printf '%s\n' "$pid"
+    done | sort -un
+}
+
+# The worker processes of the nginx whose master PID-FILE names.
+nginx_workers() {
+    local master status
+    master="$(cat "$1" 2>/dev/null)"
+    [[ "$master" =~ ^[0-9]+$ && "$(proc_field "$master" Name)" == nginx ]] || return 0
+    for status in /proc/[0-9]*/status; do
+        [[ "$(awk '$1 == "PPid:" { print $2; exit }' "$status" 2>/dev/null)" == "$master" ]] || continue
+        status="${status#/proc/}"
+        printf '%s\n' "${status%/status}"
+    done
+}
+
 # -- programs
 for p in cgi-bin/user-settings cgi-bin/inbox; do
     [[ -f "$LIB/$p" && -x "$LIB/$p" ]] ||
@@ -54,17 +97,14 @@ else
         problem "$SOCKET belongs to $(stat -c %U "$SOCKET"), not $USER_NAME (nginx's workers cannot reach it)" \
             "systemctl restart fcgiwrap.socket fcgiwrap.service"
 fi
-for status in /proc/[0-9]*/status; do
-    name="$(awk '/^Name:/ { print $2; exit }' "$status" 2>/dev/null)"
-    [[ "$name" == fcgiwrap || "$name" == nginx ]] || continue
-    pid="${status#/proc/}"; pid="${pid%/status}"
-    uid="$(awk '/^Uid:/ { print $3; exit }' "$status" 2>/dev/null)"
-    [[ "$uid" == 0 ]] || continue
-    if [[ "$name" == fcgiwrap ]]; then
-        problem "fcgiwrap (pid $pid) runs as root: every program would too" "systemctl revert fcgiwrap.service && systemctl restart fcgiwrap.socket fcgiwrap.service"
-    elif tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'worker process'; then
-        problem "an nginx worker (pid $pid) runs as root" "set 'user www-data;' in /etc/nginx/nginx.conf, then systemctl restart nginx"
-    fi
+# Any uid 0 (real, effective, saved) counts as root.
+for pid in $(fcgiwrap_behind "$SOCKET"); do
+    [[ " $(proc_field "$pid" Uid) " != *" 0 "* ]] ||
+        problem "fcgiwrap (pid $pid, behind $SOCKET) runs as root: every program would too" "systemctl revert fcgiwrap.service && systemctl restart fcgiwrap.socket fcgiwrap.service"
+done
+for pid in $(nginx_workers "$NGINX_PID_FILE"); do
+    [[ " $(proc_field "$pid" Uid) " != *" 0 "* ]] ||
+        problem "an nginx worker (pid $pid, of the nginx in $NGINX_PID_FILE) runs as root" "set 'user www-data;' in /etc/nginx/nginx.conf, then systemctl restart nginx"
 done
 
 # -- the data directory

@@ -5,6 +5,7 @@
 #   mockcloud-nginx.sh serve         run in the foreground until Ctrl-C / SIGTERM
 #   mockcloud-nginx.sh start         start in the background, return once ready
 #   mockcloud-nginx.sh stop          stop what `start` recorded in the run dir
+#   mockcloud-nginx.sh own FILE...   as root: give key/token files to the serving user
 #
 # Settings (environment):
 #   MOCKCLOUD_PORT      8443
@@ -18,15 +19,17 @@
 #   MOCKCLOUD_INBOX_MAX_MESSAGES, MOCKCLOUD_INBOX_TOMBSTONE_HORIZON,
 #   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
 #   MOCKCLOUD_MIN_FREE_MB                         passed to both programs
-#   MOCKCLOUD_LIMITS    off: no per-address request limits (benchmarks only)
+#   MOCKCLOUD_LIMITS    off: no per-address cap on requests in progress (for a
+#                       server every client reaches through one address)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a local CA and a certificate it signs are made in
 #                       the run dir (admin/tls.sh).
-#   MOCKCLOUD_USER      as root: the unprivileged user nginx's workers,
-#                       fcgiwrap and the programs run as, created when missing
-#                       and made owner of the data and run directories.
-#                       `serve` uses `mockcloud` when unset; `start` (the
-#                       tests' stacks) keeps root when unset.
+#   MOCKCLOUD_USER      as root (serve, start and own alike): the
+#                       unprivileged user nginx's workers, fcgiwrap and the
+#                       programs run as, default mockcloud; created when
+#                       missing and made owner of the data and run
+#                       directories. Never root. Key and token files must be
+#                       readable by it: start refuses them otherwise.
 set -euo pipefail
 
 readonly NGINX_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -227,12 +230,15 @@ load_settings() {
     TOKENS="${MOCKCLOUD_TOKENS:-}"
     [[ -z "$TOKENS" ]] || TOKENS="$(absolute "$TOKENS")"
     SOCKET="$RUN/fcgiwrap.sock"
+    # As root, everything that serves runs as an unprivileged user, whichever
+    # command started it; as anyone else, as that user.
     SERVE_USER=""
     if [[ "$(id -u)" == 0 ]]; then
-        SERVE_USER="${MOCKCLOUD_USER:-${DEFAULT_USER:-}}"
-        [[ -z "$SERVE_USER" || "$SERVE_USER" =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] ||
+        SERVE_USER="${MOCKCLOUD_USER:-mockcloud}"
+        [[ "$SERVE_USER" =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] ||
             die "MOCKCLOUD_USER must be a user name such as mockcloud, not '$SERVE_USER'"
-        [[ "$SERVE_USER" != root ]] || SERVE_USER=""
+        [[ "$SERVE_USER" != root && "$(id -u "$SERVE_USER" 2>/dev/null)" != 0 ]] ||
+            die "MOCKCLOUD_USER=$SERVE_USER would serve as root: name an unprivileged user (unset, mockcloud is used)"
     fi
 
     [[ "$PORT" =~ ^[0-9]+$ ]] && ((PORT >= 1 && PORT <= 65535)) ||
@@ -253,7 +259,7 @@ load_settings() {
     MIN_FREE_MB="${MOCKCLOUD_MIN_FREE_MB:-}"
     LIMITS="${MOCKCLOUD_LIMITS:-}"
     [[ -z "$LIMITS" || "$LIMITS" == off || "$LIMITS" == on ]] ||
-        die "MOCKCLOUD_LIMITS must be 'off' (no per-address limits) or unset, not '$LIMITS'"
+        die "MOCKCLOUD_LIMITS must be 'off' (no per-address cap) or unset, not '$LIMITS'"
     [[ "$LIMITS" != on ]] || LIMITS=""
     for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS MIN_FREE_MB; do
         [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
@@ -333,13 +339,8 @@ sed_text() { printf '%s' "$1" | sed -e 's/[\\&|]/\\&/g'; }
 render_config() {
     local user_directive="" keep drop
     # As root, nginx would switch its workers to `nobody`, who cannot reach
-    # the 0700 run directory or fcgiwrap's socket: name the serving user
-    # (or root itself, for `start` without MOCKCLOUD_USER).
-    if [[ -n "$SERVE_USER" ]]; then
-        user_directive="user $SERVE_USER $(id -gn "$SERVE_USER");"
-    elif [[ "$(id -u)" == 0 ]]; then
-        user_directive="user root;"
-    fi
+    # the 0700 run directory or fcgiwrap's socket: name the serving user.
+    [[ -z "$SERVE_USER" ]] || user_directive="user $SERVE_USER $(id -gn "$SERVE_USER");"
     if [[ -n "$UPSTREAM" ]]; then keep='#upstream#'; drop='#no-upstream#'; else keep='#no-upstream#'; drop='#upstream#'; fi
     sed -e "/^$drop/d" -e "s|^$keep||" \
         -e "s|@USER_DIRECTIVE@|$(sed_text "$user_directive")|" \
@@ -367,11 +368,8 @@ render_config() {
 
 # ---------------------------------------------------------------- start / stop
 
-# As root: SERVE_USER exists (a system user without a login or home) and
-# owns the data and run directories. The CA and server keys in $RUN/tls
-# stay root's (nginx's master reads them as root); logs are written by
-# nginx's master and this script, also root.
-become_user_dirs() {
+# As root: SERVE_USER exists (a system user without a login or home).
+ensure_user() {
     if ! id -u "$SERVE_USER" >/dev/null 2>&1; then
         command -v useradd >/dev/null || die "no useradd here to create the user $SERVE_USER"
         useradd --system --user-group --no-create-home --home-dir /nonexistent \
@@ -379,17 +377,85 @@ become_user_dirs() {
         say "$PROG: created the system user $SERVE_USER to serve as" >&2
     fi
     command -v setpriv >/dev/null || die "setpriv (util-linux) is missing: cannot run fcgiwrap as $SERVE_USER"
-    local group
-    group="$(id -gn "$SERVE_USER")"
-    chown -R "$SERVE_USER:$group" "$DATA" || die "cannot give $DATA to $SERVE_USER"
-    chown "$SERVE_USER:$group" "$RUN" "$RUN/tmp" || die "cannot give $RUN to $SERVE_USER"
+    SERVE_GROUP="$(id -gn "$SERVE_USER")"
+}
+
+# Runs COMMAND as the user the programs run as (SERVE_USER under root).
+as_serving_user() {
+    if [[ -n "$SERVE_USER" ]]; then
+        setpriv --reuid="$SERVE_USER" --regid="$SERVE_GROUP" --init-groups "$@"
+    else
+        "$@"
+    fi
+}
+
+# The first directory on the way to PATH that the serving user cannot
+# enter, or nothing.
+closed_directory_above() {
+    local dir="" part rest="${1#/}"
+    while [[ "$rest" == */* ]]; do
+        part="${rest%%/*}"
+        rest="${rest#*/}"
+        dir+="/$part"
+        as_serving_user test -x "$dir" || { printf '%s\n' "$dir"; return; }
+    done
+}
+
+# The key and token files (MOCKCLOUD_HMAC_KEYS, MOCKCLOUD_TOKENS) as the
+# programs will meet them: a file the serving user can read, that group and
+# others cannot (the programs refuse any other on every request, with a
+# 500). Anything else stops the start here, naming the file, its owner and
+# mode, and the command that mends it.
+check_secret_files() {
+    [[ -z "$HMAC_KEYS" ]] || check_secret_file MOCKCLOUD_HMAC_KEYS "$HMAC_KEYS"
+    [[ -z "$TOKENS" ]] || check_secret_file MOCKCLOUD_TOKENS "$TOKENS"
+}
+
+# check_secret_file SETTING FILE: dies unless the serving user can read
+# FILE and nobody else but root can.
+check_secret_file() {
+    local name="$1" file="$2" who owner mode dir fix
+    who="${SERVE_USER:-$(id -un)}"
+    if [[ ! -f "$file" ]]; then
+        if [[ "$name" == MOCKCLOUD_TOKENS ]]; then
+            fix="$REPO_DIR/cgi-bin/mockcloud-admin token $file LABEL"
+        else
+            fix="(umask 077; printf 'k1:%s\\n' \"\$(openssl rand -hex 32)\" > $file)"
+        fi
+        [[ "$(id -u)" != 0 ]] || fix+=" && $NGINX_DIR/$PROG own $file"
+        die "$name names $file, which is not a file. Make it: $fix"
+    fi
+    read -r owner mode < <(stat -c '%U:%G %a' "$file")
+    if ((8#$mode & 8#077)); then
+        die "$name: $file is owned by $owner with mode 0$mode: group or others may read it, and the programs refuse such a file. Fix: chmod 600 $file"
+    fi
+    if ! as_serving_user test -r "$file"; then
+        dir="$(closed_directory_above "$file")"
+        if [[ -n "$dir" ]]; then
+            die "$name: $who (the user the programs run as) cannot reach $file (owned by $owner, mode 0$mode): $dir is $(stat -c '%U:%G, mode 0%a' "$dir") and closed to $who. Fix: chmod o+x $dir"
+        fi
+        if [[ -n "$SERVE_USER" ]]; then
+            fix="chown $SERVE_USER:$SERVE_GROUP $file"
+        else
+            fix="chmod u+r $file"
+        fi
+        die "$name: $who (the user the programs run as) cannot read $file (owned by $owner, mode 0$mode). Fix: $fix"
+    fi
+}
+
+# As root: SERVE_USER owns the data and run directories. The CA and server
+# keys in $RUN/tls stay root's (nginx's master reads them as root); logs are
+# written by nginx's master and this script, also root.
+become_user_dirs() {
+    chown -R "$SERVE_USER:$SERVE_GROUP" "$DATA" || die "cannot give $DATA to $SERVE_USER"
+    chown "$SERVE_USER:$SERVE_GROUP" "$RUN" "$RUN/tmp" || die "cannot give $RUN to $SERVE_USER"
     chmod 0700 "$DATA" "$RUN"
     local dir
     for dir in "$DATA" "$RUN"; do
-        setpriv --reuid="$SERVE_USER" --regid="$group" --init-groups test -w "$dir" ||
+        as_serving_user test -w "$dir" ||
             die "$SERVE_USER cannot reach $dir: a directory above it is closed to others (chmod o+x it, or choose another place)"
     done
-    if ! setpriv --reuid="$SERVE_USER" --regid="$group" --init-groups test -x "$CGI_BIN/user-settings"; then
+    if ! as_serving_user test -x "$CGI_BIN/user-settings"; then
         warn "warning: $SERVE_USER cannot run $CGI_BIN/user-settings (a directory on the way is closed to others?)"
     fi
 }
@@ -406,7 +472,7 @@ start_fcgiwrap() {
     # A clean environment: every program inherits fcgiwrap's, so settings and
     # secrets go through fastcgi_param only. -f: programs' stderr to nginx's log.
     local as_user=()
-    [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$(id -g "$SERVE_USER")" --init-groups --inh-caps=-all --)
+    [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$SERVE_GROUP" --init-groups --inh-caps=-all --)
     "${as_user[@]}" env -i PATH=/usr/bin:/bin "$fcgiwrap" -f -c 4 -s "unix:$SOCKET" \
         </dev/null >>"$RUN/logs/fcgiwrap.log" 2>&1 &
     pid=$!
@@ -481,6 +547,8 @@ start_all() {
     fcgiwrap_bin >/dev/null
     [[ -x "$CGI_BIN/user-settings" ]] ||
         warn "warning: $CGI_BIN/user-settings is missing: run 'make install'"
+    [[ -z "$SERVE_USER" ]] || ensure_user
+    check_secret_files
 
     mkdir -p -m 0700 "$RUN"
     # A run directory that already existed keeps whatever mode it had, and
@@ -524,6 +592,24 @@ cmd_start() {
     announce
 }
 
+# As root: makes each FILE (a key or token file) the serving user's, mode
+# 0600, creating the user when missing, so that `serve` and `start` accept it.
+cmd_own() {
+    (($# > 0)) || die "usage: $PROG own FILE..."
+    [[ "$(id -u)" == 0 ]] || die "own is for root: as $(id -un), the programs run as you and read your own files"
+    load_settings
+    ensure_user
+    local file
+    for file in "$@"; do
+        [[ -f "$file" ]] || die "$file is not a file"
+        chown "$SERVE_USER:$SERVE_GROUP" "$file" && chmod 0600 "$file" || die "cannot give $file to $SERVE_USER"
+    done
+    for file in "$@"; do
+        check_secret_file "$file" "$(absolute "$file")"
+        say "$PROG: $file is $SERVE_USER's now (mode 0600): the programs can read it"
+    done
+}
+
 cmd_stop() {
     # Only the run directory matters here: a stale or odd setting elsewhere
     # must never keep a stack from stopping.
@@ -533,7 +619,6 @@ cmd_stop() {
 }
 
 cmd_serve() {
-    DEFAULT_USER=mockcloud
     load_settings
     local sleeper=""
     on_signal() {
@@ -566,8 +651,9 @@ case "${1:-}" in
     serve) cmd_serve ;;
     start) cmd_start ;;
     stop) cmd_stop ;;
+    own) shift; cmd_own "$@" ;;
     *)
-        sed -n '2,20s/^# \{0,1\}//p' "$0" >&2
+        sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "$0" >&2
         exit 2
         ;;
 esac

@@ -75,6 +75,9 @@ package struct AdminCommand {
         guard let keyFile, !keyFile.isEmpty else {
             return Result(errors: ["mockcloud-admin: no keys: set MOCKCLOUD_HMAC_KEYS or pass --keys FILE"], status: 2)
         }
+        if command != .verify, let problem = becomeOwner(of: root) {
+            return Result(errors: [problem], status: 2)
+        }
         do {
             let integrity = Integrity(keys: try SigningKeys.load(path: keyFile), requireSigned: require)
             let documents = try DataDirectory.documents(root: root, integrity: integrity)
@@ -89,6 +92,20 @@ package struct AdminCommand {
             return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
         }
         return result
+    }
+
+    /// As root, `sign` and `rotate` work as the data directory's owner (the
+    /// user the programs serve as): the MAC sidecars they write are then that
+    /// user's, where root's 0600 files would fail every request that reads
+    /// them. The key file must be readable by that user too, as it is for the
+    /// programs. Returns the line to print when the switch fails.
+    private static func becomeOwner(of root: String) -> String? {
+        var info = stat()
+        guard geteuid() == 0, stat(root, &info) == 0, info.st_uid != 0 else { return nil }
+        guard setgroups(0, nil) == 0, setgid(info.st_gid) == 0, setuid(info.st_uid) == 0 else {
+            return "mockcloud-admin: cannot act as \(root)'s owner (uid \(info.st_uid)): " + String(cString: strerror(errno))
+        }
+        return nil
     }
 
     /// Appends a new token's hash to the token file (created 0600) and

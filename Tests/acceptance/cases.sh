@@ -66,6 +66,19 @@ last_header() {
         END { if (found) print value; else exit 1 }' "$WORK/headers"
 }
 
+# below PID: every process below PID, from /proc (procps may be absent).
+below() {
+    local stat line rest
+    for stat in /proc/[0-9]*/stat; do
+        { read -r line <"$stat"; } 2>/dev/null || continue
+        rest="${line##*) }"
+        rest="${rest#* }"
+        printf '%s %s\n' "${line%% *}" "${rest%% *}"
+    done | awk -v root="$1" '{ parent[$1] = $2 } END {
+        for (pid in parent) { p = parent[pid]
+            for (d = 0; p != "" && p != 0 && d < 64; d++) { if (p == root) { print pid; break } p = parent[p] } } }'
+}
+
 PASSED=0
 FAILED=0
 CASE_NAME=""

@@ -27,7 +27,8 @@ source "$HERE/cases.sh"
 
 # Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
 WORK="$(mktemp -d /tmp/mca.XXXXXX)"
-# `serve` as root runs as the mockcloud user, who must reach the stacks inside.
+# As root every stack serves as the mockcloud user, who must reach the
+# stacks inside (start_stack does it too; `serve` cases run before any).
 chmod 0711 "$WORK"
 SERVER_PIDS=()
 

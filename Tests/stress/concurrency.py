@@ -51,7 +51,8 @@ RUN_ID = "%x" % int(time.time() * 1000 % 0xFFFFFF)
 
 
 class HTTP:
-    """One keep-alive HTTPS connection per thread."""
+    """One keep-alive HTTPS connection per thread, each thread a device
+    with an address of its own."""
 
     def __init__(self, base):
         self.host, self.port = stresslib.host_port(base)
@@ -62,7 +63,10 @@ class HTTP:
         for attempt in range(3):
             connection = getattr(self.local, "connection", None)
             if connection is None:
-                connection = http.client.HTTPSConnection(self.host, self.port, context=stresslib.TLS, timeout=60)
+                if not hasattr(self.local, "source"):
+                    self.local.source = suite.device_address()
+                connection = http.client.HTTPSConnection(self.host, self.port, context=stresslib.TLS, timeout=60,
+                                                         source_address=(self.local.source, 0))
                 self.local.connection = connection
             try:
                 connection.request(method, path, body=data, headers=headers or {})

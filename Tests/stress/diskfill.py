@@ -215,7 +215,7 @@ class Store:
 
 def mount_tmpfs(path, size_mib, mounts):
     os.makedirs(path)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0700" % size_mib, "mockcloud-fill", path],
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dm,mode=0711" % size_mib, "mockcloud-fill", path],
                    check=True)
     mounts.append(path)
     data = os.path.join(path, "data")
@@ -227,8 +227,7 @@ def fill_test(args, checks, work, mounts):
     fs = os.path.join(work, "fs")
     data = mount_tmpfs(fs, args.size_mib, mounts)
     # No floor: this test fills the file system itself (floor_test has one).
-    with stack.Stack(work, "fill", args.cgi_bin, MOCKCLOUD_DATA=data, MOCKCLOUD_LIMITS="off",
-                     MOCKCLOUD_MIN_FREE_MB="0") as running:
+    with stack.Stack(work, "fill", args.cgi_bin, MOCKCLOUD_DATA=data, MOCKCLOUD_MIN_FREE_MB="0") as running:
         store = Store(running.base, data)
         rounds = store.fill()
         refused_kinds = sorted({re.sub(r"/inbox/\S+", "/inbox/<id>", re.sub(r" v\d+$", "", what)).split(" (")[0]
@@ -259,8 +258,7 @@ def floor_test(args, checks, work, mounts):
     fs = os.path.join(work, "floor-fs")
     data = mount_tmpfs(fs, args.floor_size_mib, mounts)
     floor = 1
-    with stack.Stack(work, "floor", args.cgi_bin, MOCKCLOUD_DATA=data, MOCKCLOUD_LIMITS="off",
-                     MOCKCLOUD_MIN_FREE_MB=str(floor)) as running:
+    with stack.Stack(work, "floor", args.cgi_bin, MOCKCLOUD_DATA=data, MOCKCLOUD_MIN_FREE_MB=str(floor)) as running:
         store = Store(running.base, data)
         store.fill(start=16 * 1024, top=64 * 1024, bottom=4 * 1024)
         problems = [p for p in store.problems if "never filled" not in p]

@@ -41,7 +41,9 @@ if [[ "$(id -u)" != 0 ]]; then
 fi
 
 mkdir -p "$FS"
-if ! mount -t tmpfs -o size=2m,mode=0700 mockcloud-stress "$FS"; then
+# 0711: the stack serves as mockcloud (Tests/support/stack.sh), who must
+# reach the data directory inside.
+if ! mount -t tmpfs -o size=2m,mode=0711 mockcloud-stress "$FS"; then
     echo "could not mount a tmpfs on $FS"
     echo "0 passed, 1 failed"
     exit 1

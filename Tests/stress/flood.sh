@@ -19,7 +19,7 @@ connections="${1:-2000}"
 requests="${2:-100}"
 
 it "a stack for the flood starts"
-start_stack flood "$WORK/data" || fail "the stack did not start"
+start_stack flood || fail "the stack did not start"
 port="${BASE##*:}"
 
 for kinds in header,body body header tcp; do

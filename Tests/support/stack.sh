@@ -2,13 +2,18 @@
 # The one way the tests and benchmarks start and stop a MockCloud stack
 # (nginx + fcgiwrap + the programs, through nginx/mockcloud-nginx.sh): on a
 # free 127.0.0.1 port, with run and data directories under the caller's
-# WORK, stopped by the launcher (each process by its recorded PID).
+# WORK, stopped by the launcher (each process by its recorded PID). As root,
+# the launcher serves as the unprivileged user `mockcloud`, as `make serve`
+# does: start_stack makes WORK 0711 so that this user can reach the
+# directories inside it (enter, not list).
 #
 # Sourced (the acceptance and stress scripts; set WORK first):
 #   start_stack NAME [VAR=value ...]   run dir $WORK/NAME, data $WORK/NAME-data
 #                                      (a MOCKCLOUD_DATA=... among the VARs wins);
 #                                      sets STACK, PORT, BASE, RUN and DATA
 #   stop_stacks                        stops every stack started so far
+#   own_secrets FILE...                key and token files made readable to
+#                                      the stacks' user, as README says
 # Run (Tests/support/stack.py does, for Python):
 #   stack.sh start WORK NAME [VAR=value ...]   prints PORT, RUN and DATA, a line each
 #   stack.sh stop RUN
@@ -36,6 +41,7 @@ start_stack() {
         [[ "$setting" != MOCKCLOUD_DATA=* ]] || data="${setting#MOCKCLOUD_DATA=}"
     done
     port="$(free_port)"
+    chmod 0711 "$WORK"
     STACK_RUNS+=("$WORK/$name")
     if ! env "MOCKCLOUD_RUN=$WORK/$name" "MOCKCLOUD_DATA=$data" "MOCKCLOUD_PORT=$port" "$@" \
         "$LAUNCHER" start >"$WORK/$name-start.log" 2>&1; then
@@ -48,6 +54,14 @@ start_stack() {
     BASE="https://127.0.0.1:$port"
     RUN="$WORK/$name"
     DATA="$data"
+}
+
+# As root the programs run as mockcloud, and the launcher refuses a key or
+# token file that user cannot read: the files a test writes go to it the way
+# README tells an operator to (`mockcloud-nginx.sh own`). As anyone else
+# the programs run as that user, who made the files.
+own_secrets() {
+    [[ "$(id -u)" != 0 ]] || "$LAUNCHER" own "$@" >/dev/null
 }
 
 stop_stacks() {

@@ -1,9 +1,21 @@
 """What a Python suite prints: `ok` / `FAIL` lines, then `N passed, M
 failed` last, as Tests/run-all.sh counts them (the shell suites' twin is
 `it`/`fail` in Tests/acceptance/cases.sh). STRESS_SHOW: problem lines shown
-per failed check (default 15).
+per failed check (default 15). Also where a suite's clients connect from.
 """
+import itertools
 import os
+
+_devices = itertools.count()
+
+
+def device_address():
+    """A loopback source address of its own for each client that plays a
+    device of its own (a writer among 16 is a phone among 16 on the LAN):
+    127.0.0.10, .11, ... The server caps requests in progress per address
+    (nginx/mockcloud-http.conf), as it would for 16 phones; 127.0.0.1 and
+    127.0.0.2 stay for the flood tests' flooder and victim."""
+    return "127.0.0.%d" % (10 + next(_devices) % 240)
 
 
 class Checks:

@@ -8,6 +8,7 @@ BACKUP="$REPO/cgi-bin/mockcloud-admin"
 field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/body" "$1"; }
 BKEYS="$WORK/backup-hmac.keys"
 (umask 077 && printf 'k1:%s\n' "$(openssl rand -hex 32)" >"$BKEYS")
+own_secrets "$BKEYS"
 start_stack hammered "MOCKCLOUD_HMAC_KEYS=$BKEYS" MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=64 ||
     fail "could not start the hammered stack"
 HAMMERED_PORT="$PORT"

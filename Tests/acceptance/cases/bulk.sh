@@ -131,6 +131,7 @@ assert doc["anchor"].endswith(".4"), doc'
 it "bulk-written messages are signed: each file has a MAC sidecar that mockcloud-admin verifies"
 KEYS_BULK="$WORK/bulk-hmac.keys"
 (umask 077 && printf 'kb:%s\n' "$(openssl rand -hex 32)" >"$KEYS_BULK")
+own_secrets "$KEYS_BULK"
 start_stack bulk-signed "MOCKCLOUD_HMAC_KEYS=$KEYS_BULK" || fail "could not start the signed stack"
 expect 201 PUT /inbox/s0 -H 'X-User-Key: bk-12' -d '{"v": 0}'
 bulk bk-12 '{"messages": [{"id": "s0", "version": 1, "body": {"v": 1}}, {"id": "s1", "body": {}}, {"id": "s2", "body": {}}, {"id": "s3", "body": {}}, {"id": "s2", "deleted": true}]}'

@@ -30,7 +30,7 @@ head, _, text = report["sample_429"].partition("\r\n\r\n")
 headers = {line.split(":", 1)[0].lower(): line.split(":", 1)[1].strip() for line in head.split("\r\n")[1:]}
 assert headers.get("content-type") == "application/json", head
 assert headers.get("retry-after") == "1", head
-assert json.loads(text) == {"error": "too many requests from this address (more than 16 at once, or more than 100 a second); retry after a second"}, text
+assert json.loads(text) == {"error": "too many requests from this address at once (more than 16 in progress); retry after a second"}, text
 PYTHON
 )" || fail "$out"
 

@@ -4,8 +4,12 @@
 
 fake_bin="$WORK/fake-bin"
 mkdir -p "$fake_bin"
-# fcgiwrap runs it with PATH=/usr/bin:/bin only: name the interpreter.
-printf '#!%s\n' "$(python3 -c 'import sys; print(sys.executable)')" >"$fake_bin/user-settings"
+# fcgiwrap runs it with PATH=/usr/bin:/bin only, and as root's stacks serve
+# as mockcloud, the interpreter must be one that user may run: the
+# system's, else the one on PATH.
+interpreter=/usr/bin/python3
+[[ -x "$interpreter" ]] || interpreter="$(python3 -c 'import sys; print(sys.executable)')"
+printf '#!%s\n' "$interpreter" >"$fake_bin/user-settings"
 printf 'REAL = %s\n' "'$MOCKCLOUD_CGI_BIN/user-settings'" >>"$fake_bin/user-settings"
 cat >>"$fake_bin/user-settings" <<'PROGRAM'
 import json, os, sys
@@ -21,10 +25,13 @@ PROGRAM
 chmod 0755 "$fake_bin/user-settings"
 
 it "a stack whose cgi-bin has a stand-in user-settings and no inbox starts (HMAC and token settings given)"
+# The launcher checks that the programs can read the key and token files.
+(umask 077 && : >"$WORK/gateway-hmac.keys" && : >"$WORK/gateway.tokens")
+own_secrets "$WORK/gateway-hmac.keys" "$WORK/gateway.tokens"
 # Variables in the launcher's own environment must not reach the programs.
 MOCKCLOUD_LEAK_PROBE=leaked HTTP_PROXY=http://proxy.invalid:3128 start_stack fake \
-    "MOCKCLOUD_CGI_BIN=$fake_bin" "MOCKCLOUD_HMAC_KEYS=$WORK/hmac.keys" MOCKCLOUD_HMAC_REQUIRE=1 \
-    "MOCKCLOUD_TOKENS=$WORK/tokens" ||
+    "MOCKCLOUD_CGI_BIN=$fake_bin" "MOCKCLOUD_HMAC_KEYS=$WORK/gateway-hmac.keys" MOCKCLOUD_HMAC_REQUIRE=1 \
+    "MOCKCLOUD_TOKENS=$WORK/gateway.tokens" ||
     fail "the stack did not start"
 
 it "the program gets the CGI meta-variables, the data directory, HMAC and token settings as fastcgi_params"
@@ -34,9 +41,9 @@ assert env["REQUEST_METHOD"] == "GET" and env["DOCUMENT_URI"] == "/user/settings
 assert env["QUERY_STRING"] == "a=1&b=%20" and env["HTTP_X_USER_KEY"] == "u1", env
 assert env["CONTENT_LENGTH"] == "", env
 assert env["MOCKCLOUD_DATA"] == DATA, (env["MOCKCLOUD_DATA"], DATA)
-assert env["MOCKCLOUD_HMAC_KEYS"] == os.path.join(os.path.dirname(DATA), "hmac.keys"), env
+assert env["MOCKCLOUD_HMAC_KEYS"] == os.path.join(os.path.dirname(DATA), "gateway-hmac.keys"), env
 assert env["MOCKCLOUD_HMAC_REQUIRE"] == "1", env
-assert env["MOCKCLOUD_TOKENS"] == os.path.join(os.path.dirname(DATA), "tokens"), env
+assert env["MOCKCLOUD_TOKENS"] == os.path.join(os.path.dirname(DATA), "gateway.tokens"), env
 assert env["HTTPS"] == "on" and env["GATEWAY_INTERFACE"] == "CGI/1.1", env'
 
 it "fcgiwrap's own environment is clean: nothing from the launcher's environment leaks"

@@ -118,11 +118,16 @@ body_is '{"error": "refused a symbolic link in the data directory; see the serve
 
 # ---------------------------------------------------------------- configuration errors
 
-it "a token file that cannot be read: a generic 500 to the client, the detail in the log"
-start_stack no-tokens "MOCKCLOUD_TOKENS=$WORK/no-such-tokens" || fail "the stack did not start"
+it "a token file that goes after the start: a generic 500 to the client, the detail in the log"
+# The launcher refuses to start without it (cases/secrets.sh); the programs
+# read it on every request, so a file removed while serving is their case.
+"$MOCKCLOUD_CGI_BIN/mockcloud-admin" token "$WORK/gone.tokens" gone >/dev/null 2>&1
+own_secrets "$WORK/gone.tokens"
+start_stack gone-tokens "MOCKCLOUD_TOKENS=$WORK/gone.tokens" || fail "the stack did not start"
+rm -f "$WORK/gone.tokens"
 expect 500 GET /user/settings -H 'X-User-Key: k'
 body_is '{"error": "server misconfigured; see the server log"}'
-grep -q "token file $WORK/no-such-tokens cannot be read" "$RUN/logs/error.log" ||
+grep -q "token file $WORK/gone.tokens cannot be read" "$RUN/logs/error.log" ||
     fail "the log does not name the token file: $(tail -n 3 "$RUN/logs/error.log")"
 
 it "the same with a token: still closed"
@@ -136,6 +141,7 @@ it "mockcloud-admin token --keys issues a token limited to those keys"
 scoped="$("$MOCKCLOUD_CGI_BIN/mockcloud-admin" token "$scoped_file" phone --keys alice,bob 2>"$WORK/admin.err")" ||
     fail "mockcloud-admin token --keys failed: $(cat "$WORK/admin.err")"
 everything="$("$MOCKCLOUD_CGI_BIN/mockcloud-admin" token "$scoped_file" laptop 2>/dev/null)"
+own_secrets "$scoped_file"
 start_stack scoped "MOCKCLOUD_TOKENS=$scoped_file" || fail "the stack did not start"
 expect 200 PUT /user/settings -H 'X-User-Key: alice' -H "Authorization: Bearer $scoped" -d '{"a": 1}'
 expect 200 GET /inbox -H 'X-User-Key: bob' -H "Authorization: Bearer $scoped"
@@ -159,3 +165,25 @@ expect 400 PUT /user/settings -H 'X-User-Key: alice' -H "Authorization: Bearer $
 body_is '{"error": "Authorization sent more than once; send it once"}'
 expect 200 GET /user/settings -H 'X-User-Key: alice' -H "Authorization: Bearer $scoped"
 py 'assert doc["a"] == 1, doc'
+
+# ---------------------------------------------------------------- oversized headers
+# docs/API.md §2: past 8 KiB in one header line, HTTP/1.1 gets the JSON 431
+# and HTTP/2 a GOAWAY without an answer (nginx 1.22's connection error for
+# an oversized field); below it, an oversized key is the program's 400.
+use_stack main "$MAIN_PORT"
+big_key="$(head -c 15000 /dev/urandom | base64 -w0 | tr -d '+/=' | head -c 20480)"
+
+it "a 20 KB X-User-Key over HTTP/1.1 answers the JSON 431"
+expect 431 GET /user/settings --http1.1 -H "X-User-Key: $big_key"
+body_is '{"error": "request header fields too large"}'
+
+it "the same over HTTP/2 ends that connection with GOAWAY and no answer; the next connection is served"
+code="$(curl -sk --noproxy '*' --http2 -o /dev/null -w '%{http_code}' -H "X-User-Key: $big_key" "$BASE/user/settings" 2>"$WORK/h2.err")"
+status=$?
+[[ "$code" == 000 && "$status" != 0 ]] || fail "HTTP/2 with a 20 KB header: status $code, curl exit $status (expected no answer)"
+expect 404 GET /user/settings --http2 -H 'X-User-Key: after-goaway'
+[[ "$(last_header content-type)" == application/json ]] || fail "the next request was not answered normally"
+
+it "a 4 KB X-User-Key over HTTP/2 reaches the program: its JSON 400"
+expect 400 GET /user/settings --http2 -H "X-User-Key: ${big_key:0:4096}"
+body_is '{"error": "invalid X-User-Key shape"}'

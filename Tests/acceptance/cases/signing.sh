@@ -6,6 +6,7 @@ K1="k1:$(openssl rand -hex 32)"
 K2="k2:$(openssl rand -base64 32)"
 write_keys() { (umask 077 && printf '%s\n' "$@" >"$KEYS" && chmod 600 "$KEYS"); }
 write_keys "$K1"
+own_secrets "$KEYS"
 ADMIN="$MOCKCLOUD_CGI_BIN/mockcloud-admin"
 start_stack signed "MOCKCLOUD_HMAC_KEYS=$KEYS" || fail "could not start the signed stack"
 
@@ -101,6 +102,9 @@ it "MOCKCLOUD_HMAC_REQUIRE=1 refuses an unsigned legacy file until mockcloud-adm
 start_stack required "MOCKCLOUD_HMAC_KEYS=$KEYS" MOCKCLOUD_HMAC_REQUIRE=1 || fail "could not start the required stack"
 mkdir -p "$DATA/user_settings"
 printf '{\n  "units": "metric"\n}' >"$DATA/user_settings/legacy.json"
+# A legacy file is the serving user's, as the launcher makes every file in
+# the data directory at each start.
+chown -R --reference="$DATA" "$DATA/user_settings"
 expect 500 GET /user/settings -H 'X-User-Key: legacy'
 body_is '{"error": "stored data failed its integrity check"}'
 out="$("$ADMIN" sign --keys "$KEYS" "$DATA" 2>&1)" || fail "mockcloud-admin sign: $out"

@@ -6,9 +6,15 @@
 snippet_port="$(free_port)"
 snippet_dir="$WORK/snip"
 mkdir -p "$snippet_dir/logs" "$snippet_dir/data"
-# As root, workers would switch to nobody, who cannot reach the stack's socket.
+# As root, workers would switch to nobody, who cannot reach the stack's
+# socket: they run as the main stack's user (its run directory's owner),
+# as on a LAN box, where nginx's workers and fcgiwrap share www-data. The
+# programs behind that fcgiwrap write the data directory.
 snippet_user=""
-[[ "$(id -u)" != 0 ]] || snippet_user="user root;"
+if [[ "$(id -u)" == 0 ]]; then
+    snippet_user="user $(stat -c '%U %G' "$RUN");"
+    chown "$(stat -c '%U:%G' "$RUN")" "$snippet_dir/data"
+fi
 cat >"$snippet_dir/nginx.conf" <<CONF
 $snippet_user
 daemon off;

@@ -3,6 +3,7 @@
 
 tokens_file="$WORK/bearer.tokens"
 token="$("$MOCKCLOUD_CGI_BIN/mockcloud-admin" token "$tokens_file" acceptance 2>/dev/null)"
+own_secrets "$tokens_file"
 
 it "a stack with MOCKCLOUD_TOKENS starts"
 [[ "$token" =~ ^[A-Za-z0-9_]+$ ]] || fail "mockcloud-admin token printed '$token'"

@@ -1,23 +1,36 @@
-# No served request runs anything as root (issue 11): `serve` started as root
-# runs nginx's workers, fcgiwrap and every program as the unprivileged
-# `mockcloud` user, which owns the data and run directories. The programs
-# here are a stand-in that answers with its own uid and stays running for a
-# second, so `ps` sees it in the middle of the request.
+# No served request runs anything as root (issues 11 and 20): `serve` and
+# `start` started as root both run nginx's workers, fcgiwrap and every
+# program as the unprivileged `mockcloud` user, which owns the data and run
+# directories. The processes are read from /proc in the middle of a
+# request: for `serve`, a stand-in program that answers with its own uid and
+# stays running for a second; for `start` (the stack every suite uses), the
+# real program, held by its key's lock.
 
 # uid_of PID: the real and effective uids ("0 0").
 uid_of() { awk '/^Uid:/ { print $2, $3 }' "/proc/$1/status" 2>/dev/null; }
 
-# Every process below PID, from /proc (procps may be absent).
-below() {
-    local stat line rest
-    for stat in /proc/[0-9]*/stat; do
-        { read -r line <"$stat"; } 2>/dev/null || continue
-        rest="${line##*) }"
-        rest="${rest#* }"
-        printf '%s %s\n' "${line%% *}" "${rest%% *}"
-    done | awk -v root="$1" '{ parent[$1] = $2 } END {
-        for (pid in parent) { p = parent[pid]
-            for (d = 0; p != "" && p != 0 && d < 64; d++) { if (p == root) { print pid; break } p = parent[p] } } }'
+
+# serving_processes RUN: "pid:command:real effective uids;" for each of
+# nginx's workers, fcgiwrap and everything below it, of the stack in RUN.
+serving_processes() {
+    local pid procs=""
+    for pid in $(below "$(cat "$1/nginx.pid" 2>/dev/null)") "$(cat "$1/fcgiwrap.pid" 2>/dev/null)" \
+        $(below "$(cat "$1/fcgiwrap.pid" 2>/dev/null)"); do
+        [[ -n "$pid" && -e "/proc/$pid" ]] || continue
+        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-40):$(uid_of "$pid");"
+    done
+    printf '%s' "$procs"
+}
+
+# not_root PROCS: fails for each entry of serving_processes that runs as root.
+not_root() {
+    local entry real effective seen
+    IFS=';' read -ra seen <<<"$1"
+    for entry in "${seen[@]}"; do
+        [[ -n "$entry" ]] || continue
+        read -r real effective <<<"${entry##*:}"
+        [[ "$real" != 0 && "$effective" != 0 ]] || fail "runs as root: $entry"
+    done
 }
 
 if [[ "$(id -u)" != 0 ]]; then
@@ -44,12 +57,7 @@ else
     curl_pid=$!
     sleep 0.5
     # ps in the middle of the request: nginx's workers, fcgiwrap, the program.
-    procs=""
-    for pid in $(below "$(cat "$urun/nginx.pid" 2>/dev/null)") "$(cat "$urun/fcgiwrap.pid" 2>/dev/null)" \
-        $(below "$(cat "$urun/fcgiwrap.pid" 2>/dev/null)"); do
-        [[ -n "$pid" && -e "/proc/$pid" ]] || continue
-        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-40):$(uid_of "$pid");"
-    done
+    procs="$(serving_processes "$urun")"
     wait "$curl_pid"
     mockcloud_uid="$(id -u mockcloud 2>/dev/null)"
     [[ -n "$mockcloud_uid" && "$mockcloud_uid" != 0 ]] || fail "no mockcloud user (uid '$mockcloud_uid')"
@@ -60,12 +68,7 @@ else
     [[ "$procs" == *sleep* || "$procs" == *user-settings* ]] || fail "the program was not seen running: $procs"
     [[ "$procs" == *"nginx: worker"* ]] || fail "no nginx worker seen: $procs"
     [[ "$procs" == *fcgiwrap* ]] || fail "no fcgiwrap seen: $procs"
-    IFS=';' read -ra seen <<<"$procs"
-    for entry in "${seen[@]}"; do
-        [[ -n "$entry" ]] || continue
-        read -r real effective <<<"${entry##*:}"
-        [[ "$real" != 0 && "$effective" != 0 ]] || fail "runs as root: $entry"
-    done
+    not_root "$procs"
 
     it "serve as root: the data and run directories belong to mockcloud, 0700"
     for dir in "$WORK/userv-data" "$urun"; do
@@ -76,4 +79,28 @@ else
     [[ "$(stat -c '%U %a' "$urun/tls/ca.key")" == "root 600" ]] || fail "ca.key: $(stat -c '%U %a' "$urun/tls/ca.key")"
     kill -TERM "$userv_pid"
     wait "$userv_pid"
+
+    it "start as root (every suite's stack): /proc mid-request shows the real program, fcgiwrap and nginx's workers as mockcloud"
+    use_stack main "$MAIN_PORT"
+    expect 200 PUT /user/settings -H 'X-User-Key: uid-held' -d '{"n": 0}'
+    flock -x "$DATA/.locks/user_settings.uid-held.lock" sleep 3 &
+    holder=$!
+    sleep 0.2
+    curl -s --noproxy '*' -k -X PUT -H 'X-User-Key: uid-held' -d '{"n": 1}' -o "$WORK/held-put.json" -w '%{http_code}' \
+        "$BASE/user/settings" >"$WORK/held-put.code" &
+    put_pid=$!
+    procs=""
+    for ((i = 0; i < 50; i++)); do
+        procs="$(serving_processes "$RUN")"
+        [[ "$procs" != *"/user-settings"* ]] || break
+        sleep 0.05
+    done
+    wait "$holder"
+    wait "$put_pid"
+    [[ "$procs" == *"/user-settings"* ]] || fail "the program was not seen running: $procs"
+    [[ "$procs" == *"nginx: worker"* && "$procs" == *fcgiwrap* ]] || fail "nginx's workers or fcgiwrap not seen: $procs"
+    program="$(tr ';' '\n' <<<"$procs" | grep -m1 '/user-settings')"
+    [[ "${program##*:}" == "$mockcloud_uid $mockcloud_uid" ]] || fail "the program runs as ${program##*:}, expected uid $mockcloud_uid: $program"
+    not_root "$procs"
+    [[ "$(cat "$WORK/held-put.code")" == 200 ]] || fail "the held PUT answered $(cat "$WORK/held-put.code"): $(cat "$WORK/held-put.json")"
 fi
