@@ -69,12 +69,19 @@ let package = Package(
             dependencies: ["MockCloudSystem", "MockCloudJSON", "COpenSSL", "CStartup"],
             swiftSettings: directMetadata
         ),
-        // The CGI edge: request and response, configuration read from the
-        // environment (ServiceConfig, the one place), the mapping of every
-        // error to a status, the two routes and bearer-token access.
+        // Configuration: the process environment, read in one place
+        // (ServiceConfig), and the one list of the service's settings
+        // (Setting.all). Below HTTP, so that the admin tool needs no routes.
+        .target(
+            name: "MockCloudConfig",
+            dependencies: ["MockCloudSystem", "MockCloudStore"],
+            swiftSettings: directMetadata
+        ),
+        // The CGI edge: request and response, the mapping of every error to
+        // a status and a sentence, the two routes and bearer-token access.
         .target(
             name: "MockCloudHTTP",
-            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore"],
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore", "MockCloudConfig"],
             swiftSettings: directMetadata
         ),
 
@@ -82,7 +89,7 @@ let package = Package(
         // bearer tokens. Reads its defaults through ServiceConfig.
         .target(
             name: "MockCloudAdmin",
-            dependencies: ["MockCloudSystem", "MockCloudStore", "MockCloudHTTP"],
+            dependencies: ["MockCloudSystem", "MockCloudStore", "MockCloudConfig"],
             swiftSettings: directMetadata
         ),
 
@@ -102,13 +109,13 @@ let package = Package(
         // The CGI programs: a few lines each.
         .executableTarget(
             name: "user-settings",
-            dependencies: ["MockCloudHTTP", "CArgv"],
+            dependencies: ["MockCloudHTTP", "MockCloudConfig", "CArgv"],
             swiftSettings: directMetadata,
             linkerSettings: staticExecutable
         ),
         .executableTarget(
             name: "inbox",
-            dependencies: ["MockCloudHTTP", "CArgv"],
+            dependencies: ["MockCloudHTTP", "MockCloudConfig", "CArgv"],
             swiftSettings: directMetadata,
             linkerSettings: staticExecutable
         ),
@@ -116,7 +123,7 @@ let package = Package(
         // without the Swift toolchain.
         .executableTarget(
             name: "mockcloud-admin",
-            dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudSystem"],
+            dependencies: ["MockCloudAdmin", "MockCloudConfig", "MockCloudSystem"],
             linkerSettings: staticExecutable
         ),
 
@@ -134,13 +141,27 @@ let package = Package(
             name: "MockCloudStoreTests",
             dependencies: ["MockCloudStore", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
         ),
+        .testTarget(name: "MockCloudConfigTests", dependencies: ["MockCloudConfig", "MockCloudStore", "MockCloudSystem"]),
+        // Requests as a test describes them (method, path, headers), for the
+        // route tests and the admin tests that store data through the routes.
+        .target(
+            name: "MockCloudHTTPTestSupport",
+            dependencies: ["MockCloudHTTP", "MockCloudConfig"],
+            path: "Tests/MockCloudHTTPTestSupport"
+        ),
         .testTarget(
             name: "MockCloudHTTPTests",
-            dependencies: ["MockCloudHTTP", "MockCloudStore", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
+            dependencies: [
+                "MockCloudHTTP", "MockCloudConfig", "MockCloudStore", "MockCloudJSON", "MockCloudSystem",
+                "MockCloudTestSupport", "MockCloudHTTPTestSupport",
+            ]
         ),
         .testTarget(
             name: "MockCloudAdminTests",
-            dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem", "MockCloudTestSupport"]
+            dependencies: [
+                "MockCloudAdmin", "MockCloudConfig", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem",
+                "MockCloudTestSupport", "MockCloudHTTPTestSupport",
+            ]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.
         .testTarget(

@@ -1,5 +1,5 @@
 import Glibc
-import MockCloudHTTP
+import MockCloudConfig
 import MockCloudStore
 import MockCloudSystem
 
@@ -18,6 +18,7 @@ package struct AdminCommand {
                mockcloud-admin tls [--dir DIR] ensure|renew [NAME...] | tls [--dir DIR] show [OUT.crt]
                mockcloud-admin doctor [--url https://HOST:PORT]
                mockcloud-admin backup DATA_DIR FILE.tar | restore FILE.tar DATA_DIR
+               mockcloud-admin settings
           verify   check every stored document's MAC; exit 1 and name each bad file
           sign     sign unsigned (legacy) documents with the first key
           rotate   re-sign every valid document with the first key (after adding a new first key)
@@ -27,6 +28,7 @@ package struct AdminCommand {
                    show writes the CA certificate for the phone and says how to trust it
           doctor   check the installation: one line per problem with its fix; exit 1 on any
           backup   a consistent snapshot while serving; restore: into an empty data directory
+          settings every setting the service reads: name, default, who reads it, what it does
         Keys: --keys FILE or MOCKCLOUD_HMAC_KEYS. --require (or MOCKCLOUD_HMAC_REQUIRE=1):
         verify counts unsigned documents as bad.
         """
@@ -44,7 +46,7 @@ package struct AdminCommand {
     }
 
     /// Runs the command line `arguments` (without the program name).
-    package static func run(_ arguments: [String], environment: CGIEnvironment) -> Result {
+    package static func run(_ arguments: [String], environment: Environment) -> Result {
         var result = Result()
         var rest = arguments
         var keyFile = ServiceConfig.signingKeyFile(environment)
@@ -64,6 +66,10 @@ package struct AdminCommand {
                 return result
             default: positional.append(argument)
             }
+        }
+        if positional == ["settings"] {
+            result.output = Setting.all.map { "\($0.name)\t\($0.defaultValue)\t\($0.reader.rawValue)\t\($0.meaning)" }
+            return result
         }
         if positional.first == "token", (2...3).contains(positional.count) {
             return token(file: positional[1], label: positional.count == 3 ? positional[2] : "", keys: keysOption)
@@ -86,8 +92,6 @@ package struct AdminCommand {
             case .sign: sign(documents, integrity, root: root, rotate: false, into: &result)
             case .rotate: sign(documents, integrity, root: root, rotate: true, into: &result)
             }
-        } catch let error as any HTTPResponseError {
-            return Result(errors: ["mockcloud-admin: " + (error.logDetail ?? error.message)], status: 2)
         } catch {
             return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
         }
@@ -132,8 +136,6 @@ package struct AdminCommand {
             return Result(
                 output: [token],
                 errors: ["mockcloud-admin: token added to \(file); it is shown only now. Send it as: Authorization: Bearer <token>"])
-        } catch let error as any HTTPResponseError {
-            return Result(errors: ["mockcloud-admin: " + (error.logDetail ?? error.message)], status: 2)
         } catch {
             return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
         }

@@ -1,5 +1,5 @@
 import Glibc
-import MockCloudHTTP
+import MockCloudConfig
 
 /// The subcommands that drive the box rather than the data (`tls`, `doctor`,
 /// `backup`, `restore`) are shell scripts beside the program: they run
@@ -24,7 +24,7 @@ package enum AdminScripts {
 
     /// Replaces this process with the script `name`; returns only when it
     /// cannot, with the line to print.
-    package static func exec(_ name: String, _ arguments: [String], environment: CGIEnvironment) -> String {
+    package static func exec(_ name: String, _ arguments: [String], environment: Environment) -> String {
         let folders = directories(environment: environment)
         for folder in folders {
             let path = folder + "/" + name
@@ -39,8 +39,8 @@ package enum AdminScripts {
     }
 
     /// The folders to look in, in order.
-    package static func directories(environment: CGIEnvironment) -> [String] {
-        if let given = environment["MOCKCLOUD_ADMIN_SCRIPTS"], !given.isEmpty { return [given] }
+    package static func directories(environment: Environment) -> [String] {
+        if let given = ServiceConfig.adminScripts(environment) { return [given] }
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = buffer.withUnsafeMutableBufferPointer { raw in
             raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) {

@@ -16,6 +16,6 @@ package enum AccessError: HTTPResponseError, Equatable {
     }
 
     package var extraHeaders: [(String, String)] {
-        self == .missingToken ? [("WWW-Authenticate", "Bearer realm=\"mockcloud\"")] : []
+        self == .missingToken ? [(HTTPHeader.wwwAuthenticate, "Bearer realm=\"mockcloud\"")] : []
     }
 }

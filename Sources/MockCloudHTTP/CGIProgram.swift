@@ -1,4 +1,5 @@
 import Glibc
+import MockCloudConfig
 import MockCloudSystem
 
 /// The run loop of every CGI program: environment and stdin in, one response
@@ -58,7 +59,7 @@ package enum CGIProgram {
             })
         }
         alarm(timeLimitSeconds)
-        let environment = CGIEnvironment.process
+        let environment = Environment.process
         var upkeep = Upkeep.none
         let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name) { request in
             try handler(request, &upkeep)
@@ -99,14 +100,12 @@ package enum CGIProgram {
     /// Everything `serve` does except the process plumbing, so that it can be
     /// tested with any environment and any file descriptor as stdin.
     package static func respond(
-        environment: CGIEnvironment, bodyLimit: Int, stdin: Int32, name: String,
+        environment: Environment, bodyLimit: Int, stdin: Int32, name: String,
         _ handler: (CGIRequest) throws -> CGIResponse
     ) -> CGIResponse {
         do {
             let body = try readBody(environment: environment, limit: bodyLimit, from: stdin)
             try checkHeaders(environment)
-            // Test hook: the acceptance tests make a real program trap here.
-            if environment["MOCKCLOUD_FAULT"] == "trap" { fatalError("MOCKCLOUD_FAULT=trap") }
             return try handler(CGIRequest(environment: environment, body: body))
         } catch let error as any HTTPResponseError {
             if let detail = error.logDetail { log(name, detail) }
@@ -121,7 +120,7 @@ package enum CGIProgram {
     /// The `changed` member of an error answer: only a write's 5xx carries
     /// one (a 4xx changed nothing); what the error knows, or else whether
     /// this process had begun to put a change in place.
-    static func changed(_ status: HTTPStatus, _ known: DataChange?, _ environment: CGIEnvironment) -> DataChange? {
+    static func changed(_ status: HTTPStatus, _ known: DataChange?, _ environment: Environment) -> DataChange? {
         guard status.code >= 500 else { return nil }
         switch HTTPMethod(environment["REQUEST_METHOD"] ?? "GET") {
         case .get, .head, .other: return nil
@@ -134,18 +133,19 @@ package enum CGIProgram {
     /// twice), later nginx joins them with ", ", and no user key, device id
     /// or token holds a comma. Refuses (415) a request body in any
     /// `Content-Encoding` but identity: the routes read JSON as sent.
-    static func checkHeaders(_ environment: CGIEnvironment) throws(RequestError) {
-        try once(environment, "HTTP_X_USER_KEY", "X-User-Key")
-        try once(environment, "HTTP_X_DEVICE_ID", "X-Device-Id")
-        try once(environment, "HTTP_AUTHORIZATION", "Authorization")
-        if let encoding = environment["HTTP_CONTENT_ENCODING"] {
+    static func checkHeaders(_ environment: Environment) throws(RequestError) {
+        try once(environment, HTTPHeader.userKey)
+        try once(environment, HTTPHeader.deviceID)
+        try once(environment, HTTPHeader.authorization)
+        if let encoding = environment[CGIRequest.metaVariable(forHeader: HTTPHeader.contentEncoding)] {
             let value = Substring(encoding).trimmingSpaces()
             if !value.isEmpty && value.lowercased() != "identity" { throw .unsupportedContentEncoding(value) }
         }
     }
 
-    /// Throws `.repeatedHeader(name)` when `variable` came more than once.
-    private static func once(_ environment: CGIEnvironment, _ variable: String, _ name: String) throws(RequestError) {
+    /// Throws `.repeatedHeader(name)` when header `name` came more than once.
+    private static func once(_ environment: Environment, _ name: String) throws(RequestError) {
+        let variable = CGIRequest.metaVariable(forHeader: name)
         if environment.isRepeated(variable) || environment[variable]?.utf8.contains(UInt8(ascii: ",")) == true {
             throw .repeatedHeader(name)
         }
@@ -154,7 +154,7 @@ package enum CGIProgram {
     /// Reads exactly `CONTENT_LENGTH` bytes. The whole body is always read,
     /// even when it is refused: fcgiwrap writes all of stdin first, and a
     /// program that exits early turns its own 4xx into a 502.
-    static func readBody(environment: CGIEnvironment, limit: Int, from fd: Int32) throws -> [UInt8] {
+    static func readBody(environment: Environment, limit: Int, from fd: Int32) throws -> [UInt8] {
         let declared = environment["CONTENT_LENGTH"] ?? ""
         if declared.isEmpty { return [] }
         guard declared.utf8.allSatisfy(ASCII.isDigit) else {

@@ -1,3 +1,4 @@
+import MockCloudConfig
 import MockCloudJSON
 import MockCloudStore
 
@@ -14,10 +15,10 @@ package struct CGIRequest: Sendable {
     /// The whole body, exactly `CONTENT_LENGTH` bytes.
     package var body: [UInt8]
     /// Every meta-variable, e.g. `HTTP_X_USER_KEY`, `MOCKCLOUD_DATA`.
-    package var environment: CGIEnvironment
+    package var environment: Environment
 
     /// Builds a request from CGI meta-variables.
-    package init(environment: CGIEnvironment, body: [UInt8]) {
+    package init(environment: Environment, body: [UInt8]) {
         self.environment = environment
         self.body = body
         method = HTTPMethod(environment["REQUEST_METHOD"] ?? "GET")
@@ -32,27 +33,13 @@ package struct CGIRequest: Sendable {
         }
     }
 
-    /// Builds a request the way a test or a tool would describe it.
-    package init(
-        method: String, path: String, query: String = "", headers: [String: String] = [:],
-        contentType: String = "", body: [UInt8] = [], environment: [String: String] = [:]
-    ) {
-        var env = environment
-        for (name, value) in headers { env[CGIRequest.metaVariable(forHeader: name)] = value }
-        env["REQUEST_METHOD"] = method
-        env["DOCUMENT_URI"] = path
-        env["QUERY_STRING"] = query
-        env["CONTENT_TYPE"] = contentType
-        self.init(environment: CGIEnvironment(env), body: body)
-    }
-
     /// The value of a request header, e.g. `header("If-Match")`.
     package func header(_ name: String) -> String? {
         environment[CGIRequest.metaVariable(forHeader: name)]
     }
 
     /// `X-User-Key` → `HTTP_X_USER_KEY`.
-    static func metaVariable(forHeader name: String) -> String {
+    package static func metaVariable(forHeader name: String) -> String {
         let prefix = "HTTP_"
         return String(unsafeUninitializedCapacity: prefix.utf8.count + name.utf8.count) { out in
             var count = 0
@@ -74,7 +61,7 @@ package struct CGIRequest: Sendable {
 
     /// The `X-User-Key`, checked against the allow-list before it touches any path.
     package func userKey() throws(RequestError) -> UserKey {
-        guard let raw = header("X-User-Key"), !raw.isEmpty else { throw .missingUserKey }
+        guard let raw = header(HTTPHeader.userKey), !raw.isEmpty else { throw .missingUserKey }
         guard let key = UserKey(raw) else { throw .invalidUserKey }
         return key
     }
@@ -90,6 +77,31 @@ package struct CGIRequest: Sendable {
         }
         guard let object = value.objectValue else { throw notAnObject }
         return object
+    }
+
+    /// The conditions of a write: `If-Match` and `If-None-Match`.
+    package var preconditions: Preconditions {
+        Preconditions(ifMatch: tagCondition(HTTPHeader.ifMatch), ifNoneMatch: tagCondition(HTTPHeader.ifNoneMatch))
+    }
+
+    /// The tags an `If-Match` / `If-None-Match` header names; `nil` when it
+    /// is absent. `W/` is dropped (the store compares opaque values), and a
+    /// member that is not a quoted tag is kept as a bare opaque value, so
+    /// that an unquoted tag still compares.
+    package func tagCondition(_ name: String) -> TagCondition? {
+        guard let header = header(name) else { return nil }
+        var tags: [EntityTag] = []
+        for part in header.split(separator: ",") {
+            var item = Substring(part.trimmingSpaces())
+            if item == "*" { return .any }
+            if item.hasPrefix("W/") { item = item.dropFirst(2) }
+            if item.count >= 2, item.first == "\"", item.last == "\"" {
+                tags.append(EntityTag(quoted: String(item)))
+            } else if !item.isEmpty {
+                tags.append(EntityTag(quoted: "\"" + item + "\""))
+            }
+        }
+        return .tags(tags)
     }
 
     /// The media type of `Content-Type` without parameters, lowercased.

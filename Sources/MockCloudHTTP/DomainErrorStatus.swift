@@ -1,10 +1,12 @@
+import MockCloudConfig
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 
-// The statuses of the errors the lower layers throw: the one place where a
-// storage, integrity, inbox or key-file failure becomes an HTTP answer. Their
-// sentences (`message`) and server-log lines (`logDetail`) are their own.
+// The errors the lower layers throw, as HTTP answers: the one place where a
+// storage, integrity, inbox, settings, key-file or configuration failure gets
+// its status and its sentence for the client (`message`); the server-log
+// line (`logDetail`) is the error's own description.
 
 extension StorageError: HTTPResponseError {
     /// 507 when a change found the disk full (the client may retry once space
@@ -42,11 +44,61 @@ extension StorageError: HTTPResponseError {
         }
     }
 
-    /// The failed call for the server log.
+    package var logDetail: String? { description }
+}
+
+extension SettingsError: HTTPResponseError {
+    package var status: HTTPStatus {
+        switch self {
+        case .nothingStored: return .notFound
+        case .preconditionFailed: return .preconditionFailed
+        case .olderThanStored: return .conflict
+        case .storedDocumentUnreadable, .storedDocumentNotAnObject: return .internalServerError
+        case .storedFormTooLarge: return .contentTooLarge
+        }
+    }
+
+    package var message: String {
+        switch self {
+        case .nothingStored: return "no settings stored for this user"
+        case .preconditionFailed(.nothingToMatch, _):
+            return "precondition failed: If-Match given but no settings are stored for this user"
+        case .preconditionFailed(.storedTagNotNamed, _):
+            return "precondition failed: If-Match does not match the stored settings' ETag"
+        case .preconditionFailed(.storedTagNamed, _):
+            return "precondition failed: If-None-Match matches the stored settings"
+        case .olderThanStored(let incoming, let stored, _):
+            return "updatedAt \(incoming) is older than the stored updatedAt \(stored); nothing was written"
+        case .storedDocumentUnreadable: return "the stored settings for this user are not valid JSON"
+        case .storedDocumentNotAnObject: return "the stored settings for this user are not a JSON object; PUT a new document"
+        case .storedFormTooLarge(let size, let limit):
+            return "stored in the Python layout (two-space indent) this document would take \(size) bytes, over the \(limit)-byte limit; nest it less deeply"
+        }
+    }
+
+    /// What is stored, beside a 409 or 412, so the client can choose.
+    package var extraMembers: [JSONMember] {
+        switch self {
+        case .preconditionFailed(_, let current?), .olderThanStored(_, _, let current):
+            return current.document.map { [JSONMember("current", $0)] } ?? []
+        default: return []
+        }
+    }
+
+    package var extraHeaders: [(String, String)] {
+        switch self {
+        case .preconditionFailed(_, let current?), .olderThanStored(_, _, let current):
+            return [(HTTPHeader.etag, current.etag.text)]
+        default: return []
+        }
+    }
+
     package var logDetail: String? {
-        guard isPlantedLink else { return cause.description }
-        return cause.description
-            + " (a symbolic link where the service keeps its own files: refused, never followed; remove it)"
+        switch self {
+        case .storedDocumentUnreadable(let file): return "\(file) is not valid JSON; not served"
+        case .storedDocumentNotAnObject(let file): return "\(file) is not a JSON object; cannot be patched"
+        default: return nil
+        }
     }
 }
 
@@ -61,10 +113,7 @@ extension FreeSpaceError: HTTPResponseError {
             + " Deleting still works; writes resume once space is freed"
     }
 
-    package var logDetail: String? {
-        "refused a write: \(available) bytes free on the data directory's file system, below"
-            + " MOCKCLOUD_MIN_FREE_MB (\(floor) bytes); free some space or lower the floor"
-    }
+    package var logDetail: String? { description }
 
     private static func mebibytes(_ bytes: Int64) -> String {
         let tenths = bytes * 10 / (1 << 20)
@@ -74,6 +123,9 @@ extension FreeSpaceError: HTTPResponseError {
 
 extension IntegrityError: HTTPResponseError {
     package var status: HTTPStatus { .internalServerError }
+    /// No detail of the file: that is the server log's.
+    package var message: String { "stored data failed its integrity check" }
+    package var logDetail: String? { description }
 }
 
 extension KeyFileError: HTTPResponseError {
@@ -81,6 +133,16 @@ extension KeyFileError: HTTPResponseError {
     package var status: HTTPStatus { .internalServerError }
     /// The client is not told the file's path or its problem (`logDetail` is).
     package var message: String { ServerError.misconfiguredMessage }
+    package var logDetail: String? { detail }
+}
+
+extension ConfigError: HTTPResponseError {
+    /// A misconfigured server: every request fails until it is fixed.
+    package var status: HTTPStatus { .internalServerError }
+    /// The client is not told which setting, nor why (`logDetail` is).
+    package var message: String { ServerError.misconfiguredMessage }
+    package var logDetail: String? { detail }
+    package var dataChange: DataChange? { .no }
 }
 
 extension InboxError: HTTPResponseError {
@@ -92,6 +154,33 @@ extension InboxError: HTTPResponseError {
         case .malformedAnchor: return .badRequest
         case .anchorNotAnswerable: return .gone
         case .damagedLog, .damagedMessage: return .internalServerError
+        }
+    }
+
+    package var message: String {
+        switch self {
+        case .noMessage: return "no message with this id"
+        case .lowerVersion(let incoming, let current):
+            return "\(HTTPHeader.syncVersion) \(incoming) is lower than the stored version \(current.version); nothing was written"
+        case .inboxFull(let limit):
+            return "inbox full: this key already holds \(limit) messages; delete some first"
+        case .malformedAnchor: return "malformed anchor: pass back exactly the anchor a previous page returned"
+        case .anchorNotAnswerable(let reason): return "\(reason); restart without an anchor"
+        case .damagedLog: return "the inbox's change log is damaged; see the server log"
+        case .damagedMessage: return "a stored message is damaged; see the server log"
+        }
+    }
+
+    /// The stored message beside a conflict.
+    package var extraMembers: [JSONMember] {
+        if case .lowerVersion(_, let current) = self { return [JSONMember("current", current.json)] }
+        return []
+    }
+
+    package var logDetail: String? {
+        switch self {
+        case .damagedLog, .damagedMessage: return description
+        default: return nil
         }
     }
 }

@@ -1,3 +1,4 @@
+import MockCloudConfig
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
@@ -111,19 +112,19 @@ package struct InboxRoute: Sendable {
     }
 
     private func put(_ id: MessageID, _ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
-        let (version, source, body) = try Self.writeFields(request)
-        switch try store.put(id, version: version, source: source, body: body) {
+        let write = try WriteFields(request)
+        switch try store.put(id, version: write.version, source: write.source, body: write.body) {
         case .created(let envelope): return Self.created(envelope)
         case .replaced(let envelope), .unchanged(let envelope): return CGIResponse(status: .ok, body: envelope.bytes)
         }
     }
 
     private func post(_ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
-        let (version, source, body) = try Self.writeFields(request)
+        let write = try WriteFields(request)
         let id = MessageID(Random.uuid())!
         let outcome: InboxStore.PutOutcome
         do {
-            outcome = try store.put(id, version: version, source: source, body: body)
+            outcome = try store.put(id, version: write.version, source: write.source, body: write.body)
         } catch let error as StorageError where error.phase != .writing && error.phase != .reading {
             // Stored, perhaps: a second POST would store a second copy.
             throw PostedUnderID(cause: error, id: id)
@@ -148,28 +149,33 @@ package struct InboxRoute: Sendable {
             else { throw InboxRequestError.invalidLimit(text) }
             limit = value
         }
-        var excluded: String?
+        var excluded: DeviceID?
         if let text = query["exclude-source"] {
             guard let device = DeviceID(text) else { throw InboxRequestError.invalidExcludeSource }
-            excluded = device.rawValue
+            excluded = device
         }
         return CGIResponse(status: .ok, body: try store.changes(after: anchor, limit: limit, excludingSource: excluded).bytes)
     }
 
     private static func created(_ envelope: Envelope) -> CGIResponse {
-        CGIResponse(status: .created, header: "Location", "\(collectionPath)/\(envelope.id.rawValue)", body: envelope.bytes)
+        CGIResponse(status: .created, header: HTTPHeader.location, "\(collectionPath)/\(envelope.id.rawValue)", body: envelope.bytes)
     }
 
-    /// `X-Sync-Version` (default 0), `X-Device-Id` and the body of a write.
-    private static func writeFields(_ request: CGIRequest) throws -> (Int64, String?, JSONValue) {
+    /// What a PUT or POST of one message carries: `X-Sync-Version` (default
+    /// 0), `X-Device-Id` and the body.
+    private struct WriteFields {
         var version: Int64 = 0
-        if let text = request.header("X-Sync-Version") {
-            guard let value = syncVersion(text) else { throw InboxRequestError.invalidSyncVersion(text) }
-            version = value
+        var source: DeviceID?
+        var body: JSONValue
+
+        init(_ request: CGIRequest) throws {
+            if let text = request.header(HTTPHeader.syncVersion) {
+                guard let value = InboxRoute.syncVersion(text) else { throw InboxRequestError.invalidSyncVersion(text) }
+                version = value
+            }
+            source = try InboxRoute.source(request)
+            body = .object(try request.jsonObjectBody(or: RequestError.notAnObject))
         }
-        let source = try source(request)
-        let body = try request.jsonObjectBody(or: RequestError.notAnObject)
-        return (version, source, .object(body))
     }
 
     /// A sync version as `X-Sync-Version` or a bulk item's `version` spells
@@ -179,9 +185,10 @@ package struct InboxRoute: Sendable {
         return Int64(text)
     }
 
-    static func source(_ request: CGIRequest) throws -> String? {
-        guard let text = request.header("X-Device-Id") else { return nil }
+    /// `X-Device-Id`, the writer a message's `source` names; `nil` when absent.
+    static func source(_ request: CGIRequest) throws -> DeviceID? {
+        guard let text = request.header(HTTPHeader.deviceID) else { return nil }
         guard let device = DeviceID(text) else { throw InboxRequestError.invalidDeviceID }
-        return device.rawValue
+        return device
     }
 }

@@ -11,6 +11,8 @@ package enum RequestError: HTTPResponseError, Equatable {
     case bodyTooLarge(limit: Int)
     case invalidJSON(JSONError)
     case notAnObject
+    /// A PATCH body that is valid JSON but not an object.
+    case mergePatchNotObject
     case unsupportedMediaType(expected: String, received: String)
     /// A header that says who is asking (`X-User-Key`, `X-Device-Id`,
     /// `Authorization`) came on more than one line, or joined by a proxy.
@@ -21,7 +23,7 @@ package enum RequestError: HTTPResponseError, Equatable {
     package var status: HTTPStatus {
         switch self {
         case .missingUserKey, .invalidUserKey, .invalidContentLength, .bodyShorterThanContentLength,
-            .invalidJSON, .notAnObject, .repeatedHeader:
+            .invalidJSON, .notAnObject, .mergePatchNotObject, .repeatedHeader:
             return .badRequest
         case .notFound: return .notFound
         case .methodNotAllowed: return .methodNotAllowed
@@ -47,6 +49,7 @@ package enum RequestError: HTTPResponseError, Equatable {
             return "JSON nested deeper than \(limit) levels"
         case .invalidJSON: return "body is not valid JSON"
         case .notAnObject: return "body must be a JSON object"
+        case .mergePatchNotObject: return "merge patch must be a JSON object"
         case .unsupportedMediaType(let expected, let received):
             let got = received.isEmpty ? "none" : received
             return "Content-Type must be \(expected) (got \(got))"
@@ -57,7 +60,7 @@ package enum RequestError: HTTPResponseError, Equatable {
     }
 
     package var extraHeaders: [(String, String)] {
-        if case .methodNotAllowed(_, _, let allowed) = self { return [("Allow", Self.list(allowed))] }
+        if case .methodNotAllowed(_, _, let allowed) = self { return [(HTTPHeader.allow, Self.list(allowed))] }
         return []
     }
 

@@ -16,10 +16,4 @@ package struct ServerError: HTTPResponseError {
     /// What a client learns of a configuration error: that there is one.
     /// Paths and settings are the operator's business, in the server log.
     package static let misconfiguredMessage = "server misconfigured; see the server log"
-
-    /// A configuration error: `misconfiguredMessage` to the client, `detail`
-    /// to the server log. Every request fails (closed) until it is fixed.
-    package static func misconfigured(_ detail: String) -> ServerError {
-        ServerError(message: misconfiguredMessage, logDetail: detail)
-    }
 }

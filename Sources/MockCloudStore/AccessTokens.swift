@@ -17,9 +17,9 @@ package final class AccessTokens: Sendable {
     /// may use (`nil`: every key).
     package struct Entry: Sendable, Equatable {
         package let hash: [UInt8]
-        package let keys: [String]?
+        package let keys: [UserKey]?
 
-        package init(hash: [UInt8], keys: [String]? = nil) {
+        package init(hash: [UInt8], keys: [UserKey]? = nil) {
             self.hash = hash
             self.keys = keys
         }
@@ -60,16 +60,16 @@ package final class AccessTokens: Sendable {
                 throw KeyFileError.malformed(
                     path: path, line: number, reason: "expected sha256:<64 hex digits> [label] [keys=KEY,KEY...]", file: .tokens)
             }
-            var keys: [String]?
+            var keys: [UserKey]?
             while let field = fields.next() {
                 guard text[field].starts(with: keysPrefix) else { continue }  // the label
                 let list = String(decoding: text[(field.lowerBound + keysPrefix.count)..<field.upperBound], as: UTF8.self)
-                let named = list.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-                guard keys == nil, !named.isEmpty, named.allSatisfy({ UserKey($0) != nil }) else {
+                let named = list.split(separator: ",", omittingEmptySubsequences: false).map { UserKey(String($0)) }
+                guard keys == nil, !named.isEmpty, !named.contains(nil) else {
                     throw KeyFileError.malformed(
                         path: path, line: number, reason: "keys= takes one comma-separated list of user keys", file: .tokens)
                 }
-                keys = named
+                keys = named.compactMap { $0 }
             }
             entries.append(Entry(hash: hash, keys: keys))
         }

@@ -73,7 +73,7 @@ package struct InboxStore: Sendable {
     }
 
     /// Stores `body` under `id` with the sync version rules of HealthKit.
-    package func put(_ id: MessageID, version: Int64, source: String?, body: JSONValue) throws -> PutOutcome {
+    package func put(_ id: MessageID, version: Int64, source: DeviceID?, body: JSONValue) throws -> PutOutcome {
         switch try applyOne(.put(id, version: version, body: PrintedJSON(body)), source: source) {
         case .written(let outcome): return outcome
         case .deleted: preconditionFailure("a put answered as a deletion")
@@ -82,7 +82,7 @@ package struct InboxStore: Sendable {
     }
 
     /// Replaces a live message with a tombstone; false when there was none.
-    package func delete(_ id: MessageID, source: String?) throws -> Bool {
+    package func delete(_ id: MessageID, source: DeviceID?) throws -> Bool {
         // Nothing to delete: answer without creating an inbox on disk.
         guard let seen = try read(id), !seen.isTombstone else { return false }
         if case .deleted = try applyOne(.delete(id), source: source) { return true }
@@ -121,7 +121,7 @@ package struct InboxStore: Sendable {
     /// A single PUT or DELETE: `apply` for one change, without its tables
     /// (each new generic container costs a process ~20k instructions to
     /// describe at run time, and a single write pays for every one).
-    private func applyOne(_ change: Change, source: String?) throws -> ChangeOutcome {
+    private func applyOne(_ change: Change, source: DeviceID?) throws -> ChangeOutcome {
         try changing(onlyDeleting: change.isDeletion) { log in
             let current = try load(change.id)
             var outcome = decide(change, current: current)
@@ -146,7 +146,7 @@ package struct InboxStore: Sendable {
     /// once in its final state and synced together. A crash leaves each
     /// message old or new, never torn; readers, who share the lock, see none
     /// of the changes or all of them.
-    package func apply(_ changes: [Change], source: String?) throws -> [ChangeOutcome] {
+    package func apply(_ changes: [Change], source: DeviceID?) throws -> [ChangeOutcome] {
         let onlyDeleting = changes.allSatisfy { $0.isDeletion }
         // Only deletions, and no inbox: answer without creating one on disk.
         if onlyDeleting, (try ChangeLog.openForReading(logPath)).map({ $0.close() }) == nil {
@@ -216,7 +216,7 @@ package struct InboxStore: Sendable {
     /// stamps the envelope with `seq`, `source` and the time, counts the live
     /// messages, and returns the log record to append (`nil`: nothing to write).
     private func stamp(
-        _ outcome: inout ChangeOutcome, current: Envelope?, seq: Int64, source: String?, at receivedAt: String,
+        _ outcome: inout ChangeOutcome, current: Envelope?, seq: Int64, source: DeviceID?, at receivedAt: String,
         live: inout Int
     ) -> ChangeRecord? {
         guard var envelope = outcome.written else { return nil }
@@ -226,7 +226,7 @@ package struct InboxStore: Sendable {
             return nil
         }
         envelope.seq = seq
-        envelope.source = source
+        envelope.source = source?.rawValue
         envelope.serverReceivedAt = receivedAt
         envelope.printOnce()  // for the file and the answer
         outcome.written = envelope
@@ -249,7 +249,7 @@ package struct InboxStore: Sendable {
     /// The changes after `anchor` (`nil`: from the beginning), oldest first,
     /// each id once in its latest state. An inbox that holds nothing has no
     /// lock file, and reading it creates none.
-    package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: String?) throws -> FeedPage {
+    package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: DeviceID?) throws -> FeedPage {
         func empty() throws -> FeedPage {
             if let anchor, anchor != .beginning {
                 throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
@@ -273,7 +273,7 @@ package struct InboxStore: Sendable {
         }
     }
 
-    private func page(_ log: ChangeLog, after given: Anchor?, limit: Int, excluding excluded: String?) throws -> FeedPage {
+    private func page(_ log: ChangeLog, after given: Anchor?, limit: Int, excluding excluded: DeviceID?) throws -> FeedPage {
         let header = log.header
         // Every anchor is checked, the one an empty inbox hands out (`0.0.0`:
         // any generation, epoch 0) and one at seq 0 included: a reader that
@@ -307,7 +307,7 @@ package struct InboxStore: Sendable {
             defer { chunk = min(64, chunk * 2) }
             for record in try log.records(from: index, count: chunk) {
                 if let state = try load(record.id), state.seq == record.seq,
-                    state.isTombstone || excluded == nil || state.source != excluded
+                    state.isTombstone || excluded == nil || state.source != excluded?.rawValue
                 {
                     if taken == limit {
                         result.hasMore = true

@@ -1,6 +1,6 @@
 /// A stored document that must not be served: its MAC does not verify, or
 /// it is unsigned while signatures are required.
-package struct IntegrityError: Error, Equatable {
+package struct IntegrityError: Error, Equatable, CustomStringConvertible {
     /// The file, for the server log.
     package let file: String
     /// Why, for the server log.
@@ -11,8 +11,6 @@ package struct IntegrityError: Error, Equatable {
         self.reason = reason
     }
 
-    /// The sentence for the client: no detail of the file.
-    package var message: String { "stored data failed its integrity check" }
-    /// The file and the reason, for the server log.
-    package var logDetail: String? { "integrity check failed for \(file): \(reason)" }
+    /// The file and the reason, for the server log and the admin tool.
+    package var description: String { "integrity check failed for \(file): \(reason)" }
 }

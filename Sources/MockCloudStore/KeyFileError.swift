@@ -2,7 +2,7 @@
 /// Every request then fails with a 500; the server log and the admin tool
 /// name the problem (`detail`), clients learn only that the server is
 /// misconfigured. No message ever contains a secret.
-package enum KeyFileError: Error, Equatable {
+package enum KeyFileError: Error, Equatable, CustomStringConvertible {
     case unreadable(path: String, reason: String, file: PrivateFile.Kind = .hmacKeys)
     case tooOpen(path: String, mode: UInt32, file: PrivateFile.Kind = .hmacKeys)
     case malformed(path: String, line: Int, reason: String, file: PrivateFile.Kind = .hmacKeys)
@@ -20,7 +20,7 @@ package enum KeyFileError: Error, Equatable {
         }
     }
 
-    package var logDetail: String? { detail }
+    package var description: String { detail }
 
     static func octal(_ mode: UInt32) -> String {
         let digits = String(mode & 0o7777, radix: 8)

@@ -1,7 +1,11 @@
+import MockCloudJSON
 import MockCloudSystem
 
 /// `<data>/user_settings/<key>.json`: one file per user key, in the layout the
-/// Python mock cloud writes, so that a data directory moves both ways.
+/// Python mock cloud writes, so that a data directory moves both ways; and
+/// the rules of a settings write: its conditions (`If-Match`,
+/// `If-None-Match`), last writer wins on `updatedAt`, the server's
+/// `serverReceivedAt`, and the stored size limit.
 package struct SettingsStore: Sendable {
     /// The data directory (`MOCKCLOUD_DATA`).
     package let root: String
@@ -12,10 +16,19 @@ package struct SettingsStore: Sendable {
 
     /// Writes (not deletions) are refused below this much free space (`MOCKCLOUD_MIN_FREE_MB`).
     package let minimumFreeBytes: Int64
+    /// The source of `serverReceivedAt`; tests pass a fixed one.
+    let clock: @Sendable () -> Timestamp.Micros
+    /// The largest stored file: the indented layout of a 1 MiB body nested 63
+    /// levels deep would otherwise take 64 MiB of disk.
+    package static let storedSizeLimit = 8 << 20
 
-    package init(root: String, integrity: Integrity = .off, minimumFreeBytes: Int64 = FreeSpaceError.defaultFloor) {
+    package init(
+        root: String, integrity: Integrity = .off, minimumFreeBytes: Int64 = FreeSpaceError.defaultFloor,
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
+    ) {
         self.root = root
         self.minimumFreeBytes = minimumFreeBytes
+        self.clock = clock
         folder = DocumentFolder(directory: Sys.path(root, "/", Self.route.name), integrity: integrity)
     }
 
@@ -54,8 +67,71 @@ package struct SettingsStore: Sendable {
         }
     }
 
+    // MARK: - The rules of a write
+
+    /// Stores `document` in place of what is stored (PUT), on `conditions`;
+    /// the stored document, stamped, is returned.
+    package func replace(_ key: UserKey, with document: JSONObject, given conditions: Preconditions) throws -> StoredSettings {
+        try write(key, given: conditions) { _ in document }
+    }
+
+    /// Merges `patch` (RFC 7396) into the stored document (PATCH), on `conditions`.
+    package func merge(_ key: UserKey, patch: JSONObject, given conditions: Preconditions) throws -> StoredSettings {
+        try write(key, given: conditions) { current in
+            guard let current else { throw SettingsError.nothingStored }
+            guard let stored = current.document else { throw SettingsError.storedDocumentUnreadable(file: path(for: key)) }
+            guard let document = stored.objectValue else {
+                throw SettingsError.storedDocumentNotAnObject(file: path(for: key))
+            }
+            return JSONValue.object(document).merging(patch: .object(patch)).objectValue ?? JSONObject()
+        }
+    }
+
+    /// Removes the key's settings (DELETE), on `conditions`.
+    package func remove(_ key: UserKey, given conditions: Preconditions) throws {
+        try update(key) { bytes in
+            let current = bytes.map(StoredSettings.init(bytes:))
+            try check(conditions, current)
+            guard current != nil else { throw SettingsError.nothingStored }
+            return (.delete, ())
+        }
+    }
+
+    /// PUT and PATCH, under the key's lock: conditions, last writer wins on
+    /// `updatedAt` (an older one is refused with what is stored), the
+    /// server's `serverReceivedAt`, the size limit, then the atomic write.
+    private func write(
+        _ key: UserKey, given conditions: Preconditions, makeDocument: (StoredSettings?) throws -> JSONObject
+    ) throws -> StoredSettings {
+        try update(key) { bytes in
+            let current = bytes.map(StoredSettings.init(bytes:))
+            try check(conditions, current)
+            var document = try makeDocument(current)
+            if let current, let stored = current.updatedAt,
+                let incoming = StoredSettings.updatedAt(of: .object(document)), incoming.instant < stored.instant
+            {
+                throw SettingsError.olderThanStored(incoming: incoming.text, stored: stored.text, current: current)
+            }
+            document["serverReceivedAt"] = .string(Timestamp.format(clock()))
+            let value = JSONValue.object(document)
+            let newBytes = JSONPrinter.pretty(value)
+            if newBytes.count > Self.storedSizeLimit {
+                throw SettingsError.storedFormTooLarge(size: newBytes.count, limit: Self.storedSizeLimit)
+            }
+            return (.write(newBytes), StoredSettings(bytes: newBytes, document: value))
+        }
+    }
+
+    private func check(_ conditions: Preconditions, _ current: StoredSettings?) throws {
+        if let failure = conditions.failure(current: current?.etag) {
+            throw SettingsError.preconditionFailed(failure, current: current)
+        }
+    }
+
+    // MARK: - The file
+
     /// What an update decided to do with a key's file.
-    package enum Change {
+    enum Change {
         case write([UInt8])
         case delete
     }
@@ -66,7 +142,7 @@ package struct SettingsStore: Sendable {
     /// there either (a DELETE or a refused PATCH), it answers without creating
     /// one; otherwise it decides again under the new lock. The lock file goes
     /// with the key's settings file. `decide` may run twice: it must only decide.
-    package func update<T>(_ key: UserKey, _ decide: ([UInt8]?) throws -> (Change, T)) throws -> T {
+    private func update<T>(_ key: UserKey, _ decide: ([UInt8]?) throws -> (Change, T)) throws -> T {
         if !KeyLock.exists(root: root, route: Self.route, key: key), nothingStored(key) {
             let (change, result) = try decide(nil)
             if case .delete = change { return result }

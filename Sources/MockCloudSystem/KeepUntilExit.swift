@@ -24,9 +24,6 @@ package enum KeepUntilExit {
     nonisolated(unsafe) private static var on = false
     nonisolated(unsafe) private static var kept: [String] = []
 
-    /// Whether long strings are being kept.
-    package static var isOn: Bool { on }
-
     /// Keeps long strings from now until the process exits. Call it before
     /// the process starts a second thread.
     package static func turnOn() {

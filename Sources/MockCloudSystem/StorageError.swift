@@ -3,7 +3,7 @@ import Glibc
 /// A failed storage call and how far the change had got when it failed: the
 /// HTTP layer words it for the client (and says whether the data changed),
 /// the `SystemError` goes to the server log.
-package struct StorageError: Error, Equatable {
+package struct StorageError: Error, Equatable, CustomStringConvertible {
     /// How far a read or a change had got when the call failed.
     package enum Phase: Sendable, Equatable {
         /// Reading stored data; nothing was being changed.
@@ -35,11 +35,18 @@ package struct StorageError: Error, Equatable {
     /// True when the failure was a symbolic link where the data directory
     /// keeps its own files (`O_NOFOLLOW`, `Sys.checkDirectory`).
     package var isPlantedLink: Bool { cause.errno == ELOOP }
+
+    /// The failed call, for the server log and the admin tool.
+    package var description: String {
+        guard isPlantedLink else { return cause.description }
+        return cause.description
+            + " (a symbolic link where the service keeps its own files: refused, never followed; remove it)"
+    }
 }
 
 /// A change refused before it began because the data directory's file
 /// system has less free space than the configured floor.
-package struct FreeSpaceError: Error, Equatable {
+package struct FreeSpaceError: Error, Equatable, CustomStringConvertible {
     /// Bytes an unprivileged writer may still use there.
     package let available: Int64
     /// The floor (`MOCKCLOUD_MIN_FREE_MB`), in bytes.
@@ -48,6 +55,12 @@ package struct FreeSpaceError: Error, Equatable {
     package init(available: Int64, floor: Int64) {
         self.available = available
         self.floor = floor
+    }
+
+    /// For the server log.
+    package var description: String {
+        "refused a write: \(available) bytes free on the data directory's file system, below"
+            + " MOCKCLOUD_MIN_FREE_MB (\(floor) bytes); free some space or lower the floor"
     }
 }
 

@@ -1,3 +1,4 @@
+import MockCloudConfig
 import MockCloudHTTP
 
 CGIProgram.serve(name: "inbox", bodyLimit: InboxRoute.bulkBodyLimit) { request, afterAnswer in

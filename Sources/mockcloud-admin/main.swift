@@ -1,6 +1,6 @@
 import Glibc
 import MockCloudAdmin
-import MockCloudHTTP
+import MockCloudConfig
 import MockCloudSystem
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -1,3 +1,4 @@
+import MockCloudConfig
 import MockCloudHTTP
 
 CGIProgram.serve(name: "user-settings", bodyLimit: SettingsRoute.bodyLimit) { request in

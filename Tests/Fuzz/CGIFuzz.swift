@@ -1,4 +1,5 @@
 import Glibc
+@testable import MockCloudConfig
 @testable import MockCloudHTTP
 @testable import MockCloudJSON
 @testable import MockCloudStore
@@ -15,8 +16,7 @@ import Glibc
 // a fixed key), FUZZ_TOKENS=1 (bearer tokens on; the token `fuzz-token`
 // passes), FUZZ_CLOCK (the clock, in microseconds), FUZZ_LIMIT (the body
 // limit). MOCKCLOUD_DATA, MOCKCLOUD_HMAC_KEYS and MOCKCLOUD_TOKENS from the
-// input are dropped (the input never names a path), and so is
-// MOCKCLOUD_FAULT, the acceptance tests' hook that makes a program trap.
+// input are dropped (the input never names a path).
 //
 // Oracles: no crash; every answer has a known status, headers without CR, LF
 // or NUL, and a JSON body (an object with an "error" string for 4xx/5xx);
@@ -61,7 +61,6 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         environment["MOCKCLOUD_DATA"] = dataRoot
         environment["MOCKCLOUD_HMAC_KEYS"] = nil
         environment["MOCKCLOUD_TOKENS"] = nil
-        environment["MOCKCLOUD_FAULT"] = nil
         let tokens = environment["FUZZ_TOKENS"] == "1"
         if environment["CONTENT_LENGTH"] == nil { environment["CONTENT_LENGTH"] = body.isEmpty ? "" : String(body.count) }
         let clock = environment["FUZZ_CLOCK"].flatMap { Int64($0) }.map { min(max($0, 0), 253_402_300_799_000_000) }
@@ -69,7 +68,7 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let isInbox = (environment["DOCUMENT_URI"] ?? environment["REQUEST_URI"] ?? "").hasPrefix(InboxRoute.collectionPath)
         let limit = environment["FUZZ_LIMIT"].flatMap { Int($0) }.map { max($0, 0) }
             ?? (isInbox ? InboxRoute.bodyLimit : SettingsRoute.bodyLimit)
-        let cgi = CGIEnvironment(environment)
+        let cgi = Environment(environment)
 
         let response = withStdin(body) { stdin in
             CGIProgram.respond(environment: cgi, bodyLimit: limit, stdin: stdin, name: "fuzz") { request in
@@ -208,7 +207,7 @@ private func checkStored(_ response: CGIResponse, _ environment: [String: String
         response.status == 200 || response.status == 201
     else { return }
     var context: String { "request \(index) of \(show(input)) answered \(response.status) \(show(response.body))" }
-    let request = CGIRequest(environment: CGIEnvironment(environment), body: [])
+    let request = CGIRequest(environment: Environment(environment), body: [])
     guard let key = try? request.userKey() else {
         require(false, "a write without a valid key succeeded: \(context)")
         return
@@ -221,7 +220,7 @@ private func checkStored(_ response: CGIResponse, _ environment: [String: String
         }
         require(JSONPrinter.pretty(stored) == file, "the settings file is not in Python's layout after \(context)")
         require(JSONPrinter.compact(stored) == response.body, "the settings file \(show(file)) differs from \(context)")
-        require(response.header("ETag") == EntityTag.of(file), "the ETag is not the file's after \(context)")
+        require(response.header("ETag") == EntityTag(of: file).text, "the ETag is not the file's after \(context)")
         return
     }
     let id = response.status == 201

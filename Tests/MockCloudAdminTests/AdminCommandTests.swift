@@ -1,6 +1,8 @@
 import Foundation
 import MockCloudAdmin
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudStore
 import MockCloudTestSupport
 import Testing

@@ -1,5 +1,7 @@
 import Foundation
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
@@ -53,10 +55,12 @@ import Testing
         #expect(token.hasPrefix("mct_") && token.count == 68)
         #expect(!line.contains(token))
         try writeKeys(file, line + "\n")
-        let environment = CGIEnvironment(["MOCKCLOUD_DATA": dir.path, "MOCKCLOUD_TOKENS": file])
-        let open = CGIRequest(environment: environment.overriding(["REQUEST_METHOD": "GET", "DOCUMENT_URI": "/user/settings", "HTTP_X_USER_KEY": "u1"]), body: [])
+        let settings = ["MOCKCLOUD_DATA": dir.path, "MOCKCLOUD_TOKENS": file]
+        let open = CGIRequest(method: "GET", path: "/user/settings", headers: ["X-User-Key": "u1"], environment: settings)
         #expect(throws: AccessError.missingToken) { try ServiceConfig(authorizing: open) }
-        let authorized = CGIRequest(environment: open.environment.overriding(["HTTP_AUTHORIZATION": "Bearer " + token]), body: [])
+        let authorized = CGIRequest(
+            method: "GET", path: "/user/settings", headers: ["X-User-Key": "u1", "Authorization": "Bearer " + token],
+            environment: settings)
         _ = try ServiceConfig(authorizing: authorized)
         chmod(file, 0o640)
         #expect(throws: KeyFileError.tooOpen(path: file, mode: 0o100640, file: .tokens)) { try ServiceConfig(authorizing: authorized) }

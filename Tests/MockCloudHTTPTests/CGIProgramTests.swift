@@ -1,5 +1,7 @@
 import Glibc
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
@@ -22,7 +24,7 @@ import Testing
         env["CONTENT_LENGTH"] = contentLength
         var called = false
         let (response, unread) = try withStdin(stdin) { fd in
-            CGIProgram.respond(environment: CGIEnvironment(env), bodyLimit: limit, stdin: fd, name: "unit-test") { request in
+            CGIProgram.respond(environment: Environment(env), bodyLimit: limit, stdin: fd, name: "unit-test") { request in
                 called = true
                 return try handler(request)
             }

@@ -1,4 +1,6 @@
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
@@ -47,7 +49,7 @@ import Testing
     func thePathComesFromDocumentURIThenRequestURIThenScriptNameAndPathInfo(
         _ environment: [String: String], _ path: String
     ) {
-        #expect(CGIRequest(environment: CGIEnvironment(environment), body: []).path == path)
+        #expect(CGIRequest(environment: Environment(environment), body: []).path == path)
     }
 
     @Test func theTestInitialiserSetsMetaVariablesAsTheServerWould() {

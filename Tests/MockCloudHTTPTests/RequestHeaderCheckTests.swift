@@ -1,4 +1,6 @@
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudTestSupport
 import Testing
 
@@ -10,7 +12,7 @@ import Testing
         var called = false
         let (response, _) = try withStdin(Array("{}".utf8)) { fd in
             CGIProgram.respond(
-                environment: CGIEnvironment(env, repeated: repeated), bodyLimit: 10, stdin: fd, name: "unit-test"
+                environment: Environment(env, repeated: repeated), bodyLimit: 10, stdin: fd, name: "unit-test"
             ) { _ in
                 called = true
                 return CGIResponse(status: 200, body: [])

@@ -1,4 +1,6 @@
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
@@ -13,7 +15,7 @@ import Testing
     init() throws { data = try TemporaryDirectory() }
 
     func put(_ body: [UInt8]) throws -> (response: CGIResponse, unread: [UInt8]) {
-        let environment: CGIEnvironment = [
+        let environment: Environment = [
             "REQUEST_METHOD": "PUT", "DOCUMENT_URI": "/user/settings", "CONTENT_LENGTH": String(body.count),
             "HTTP_X_USER_KEY": "u1", "MOCKCLOUD_DATA": data.path,
         ]

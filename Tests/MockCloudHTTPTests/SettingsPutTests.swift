@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
@@ -180,7 +182,7 @@ import Testing
     func anIfMatchThatDoesNotMatchIs412WithTheCurrentDocument(_ header: String) throws {
         server.send("PUT", #"{"v": 1}"#)
         let before = try #require(server.fileBytes)
-        let etag = EntityTag.of(before)
+        let etag = EntityTag(of: before).text
         let response = server.send("PUT", #"{"v": 2}"#, headers: ["If-Match": header.replacingETAG(with: etag)])
         #expect(response.status == 412)
         #expect(response.text == #"{"error": "precondition failed: If-Match does not match the stored settings' ETag", "#
@@ -202,11 +204,11 @@ import Testing
     func ifNoneMatchThatMatchesTheStoredDocumentIs412WithCurrent(_ header: String) throws {
         server.send("PUT", #"{"v": 1}"#)
         let before = try #require(server.fileBytes)
-        let response = server.send("PUT", #"{"v": 2}"#, headers: ["If-None-Match": header.replacingETAG(with: EntityTag.of(before))])
+        let response = server.send("PUT", #"{"v": 2}"#, headers: ["If-None-Match": header.replacingETAG(with: EntityTag(of: before).text)])
         #expect(response.status == 412)
         #expect(response.text == #"{"error": "precondition failed: If-None-Match matches the stored settings", "#
             + #""current": {"v": 1, "serverReceivedAt": "20260518T044304.134233Z"}}"#)
-        #expect(response.headers == [.init("ETag", EntityTag.of(before))])
+        #expect(response.headers == [.init("ETag", EntityTag(of: before).text)])
         #expect(server.fileBytes == before)
     }
 

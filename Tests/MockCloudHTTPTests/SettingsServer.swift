@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
+import MockCloudConfig
 import MockCloudHTTP
+import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
@@ -51,7 +53,7 @@ struct SettingsServer {
     var file: String? { data.text(of: "user_settings/u1.json") }
     var fileBytes: [UInt8]? { data.bytes(of: "user_settings/u1.json") }
     /// The strong tag of the stored file.
-    var etag: String? { fileBytes.map(EntityTag.of) }
+    var etag: String? { fileBytes.map { EntityTag(of: $0).text } }
 
     /// Writes `u1`'s file as the Python mock cloud (or a person) would.
     func storeByHand(_ text: String) throws {

@@ -31,25 +31,23 @@ import Testing
 
     @Test func aChangeThatFindsNothingCreatesNothing() throws {
         let store = SettingsStore(root: data.path)
-        let result = try store.update(key) { current in (SettingsStore.Change.delete, current == nil) }
-        #expect(result == true)
+        #expect(throws: (any Error).self) { try store.remove(key, given: Preconditions()) }
         #expect(data.entries() == [])
     }
 
     @Test func theLockFileGoesWithTheKeysData() throws {
         let store = SettingsStore(root: data.path)
-        try store.update(key) { _ in (SettingsStore.Change.write(Array("{}".utf8)), ()) }
+        try store.replace(key, with: JSONObject(), given: Preconditions())
         #expect(data.entries(".locks") == ["user_settings.u1.lock"])
-        try store.update(key) { _ in (SettingsStore.Change.delete, ()) }
+        try store.remove(key, given: Preconditions())
         #expect(data.entries(".locks") == [])
         #expect(data.entries("user_settings") == [])
     }
 
     @Test func aLockFileOfAKeyWithoutDataGoesWithItsNextChange() throws {
-        struct Refused: Error {}
         try data.write("", to: ".locks/user_settings.u1.lock")  // left by an older version
-        #expect(throws: Refused.self) {
-            try SettingsStore(root: data.path).update(self.key) { _ -> (SettingsStore.Change, Void) in throw Refused() }
+        #expect(throws: SettingsError.self) {
+            try SettingsStore(root: data.path).replace(self.key, with: JSONObject(), given: Preconditions(ifMatch: .any))
         }
         #expect(data.entries(".locks") == [])
     }
@@ -101,7 +99,7 @@ import Testing
         try KeyLock.withLock(root: data.path, route: .userSettings, key: u3) {
             // Ages mean nothing: the live writer's file is older than the tidy interval.
             age("user_settings/.~u3.json")
-            try SettingsStore(root: data.path).update(key) { _ in (SettingsStore.Change.write(Array("{}".utf8)), ()) }
+            try SettingsStore(root: data.path, minimumFreeBytes: 0).replace(key, with: JSONObject(), given: Preconditions())
         }
         #expect(data.entries("user_settings") == [".~u3.json", "u1.json", "u2.json"])
         // The ghost's lock file, made to remove its leftovers, went with them.
@@ -114,7 +112,7 @@ import Testing
         try data.write("", to: ".locks/keep")
         #expect(symlink(data.file("target"), data.file(".locks/user_settings.u1.lock")) == 0)
         #expect {
-            try SettingsStore(root: data.path).update(self.key) { _ in (SettingsStore.Change.write(Array("{}".utf8)), ()) }
+            try SettingsStore(root: data.path).replace(self.key, with: JSONObject(), given: Preconditions())
         } throws: { error in
             (error as? StorageError)?.isPlantedLink == true
         }
@@ -150,7 +148,7 @@ import Testing
         #expect(line.hasSuffix(" phone keys=alice,bob"))
         let (other, plain) = AccessTokens.newToken(label: "laptop")
         let tokens = try AccessTokens.parse(Array((line + "\n" + plain + "\n").utf8), path: "t")
-        #expect(tokens.entry(for: token)?.keys == ["alice", "bob"])
+        #expect(tokens.entry(for: token)?.keys == [UserKey("alice")!, UserKey("bob")!])
         #expect(tokens.entry(for: other)?.keys == nil)
         #expect(tokens.entry(for: "mct_unknown") == nil)
     }

@@ -14,8 +14,10 @@ printf 'REAL = %s\n' "'$MOCKCLOUD_CGI_BIN/user-settings'" >>"$fake_bin/user-sett
 cat >>"$fake_bin/user-settings" <<'PROGRAM'
 import json, os, sys
 if os.environ.get("HTTP_X_CRASH"):
-    # The real program, made to trap by its test hook before it answers.
-    os.execve(REAL, [REAL], dict(os.environ, MOCKCLOUD_FAULT="trap"))
+    # The real program, made to fault where a trap would (SIGILL) as it
+    # reads the request: strace sends the signal, no hook in the program.
+    os.execv("/usr/bin/strace", ["strace", "-qq", "-o", "/dev/null", "-e", "trace=read",
+                                 "-e", "inject=read:signal=SIGILL:when=1", REAL])
 body = sys.stdin.buffer.read()
 status = os.environ.get("HTTP_X_ANSWER_STATUS", "200")
 out = json.dumps({"error": "the program's own " + status} if status != "200" else

@@ -1,10 +1,11 @@
 import Glibc
 import MockCloudSystem
 
-/// CGI meta-variables, looked up by name. The programs read the process
-/// environment directly (`getenv`), without building a dictionary of it: in a
-/// process that lives for one request, that dictionary was a third of the work.
-package struct CGIEnvironment: Sendable, ExpressibleByDictionaryLiteral {
+/// The process environment (for the CGI programs: the meta-variables and
+/// the settings nginx passes), looked up by name. The programs read it
+/// directly (`getenv`), without building a dictionary of it: in a process
+/// that lives for one request, that dictionary was a third of the work.
+package struct Environment: Sendable, ExpressibleByDictionaryLiteral {
     private let lookup: @Sendable (String) -> String?
     private let repeats: @Sendable (String) -> Bool
 
@@ -27,7 +28,7 @@ package struct CGIEnvironment: Sendable, ExpressibleByDictionaryLiteral {
     /// This process's environment.
     /// (`withCString`: a String passed where C wants a pointer is copied into
     /// a new array each time. A long value is kept until exit: see `KeepUntilExit`.)
-    package static let process = CGIEnvironment(
+    package static let process = Environment(
         lookup: { name in name.withCString { getenv($0) }.map { KeepUntilExit.keep(String(cString: $0)) } },
         repeats: { name in occurrencesInProcess(name) > 1 })
 
@@ -39,12 +40,6 @@ package struct CGIEnvironment: Sendable, ExpressibleByDictionaryLiteral {
     /// passes a request header sent on two lines as two FastCGI parameters,
     /// and fcgiwrap puts both in the program's environment.
     package func isRepeated(_ name: String) -> Bool { repeats(name) }
-
-    /// The same values with some replaced (tests and tools).
-    package func overriding(_ values: [String: String]) -> CGIEnvironment {
-        let base = lookup
-        return CGIEnvironment(lookup: { name in values[name] ?? base(name) }, repeats: repeats)
-    }
 
     /// How many `NAME=` entries this process's environment holds.
     private static func occurrencesInProcess(_ name: String) -> Int {

@@ -1,4 +1,4 @@
-import MockCloudHTTP
+import MockCloudConfig
 import MockCloudStore
 import Testing
 
@@ -12,6 +12,8 @@ import Testing
     }
 
     @Test func requireWithoutKeysIsAMisconfiguration() {
-        #expect(throws: ServerError.self) { try ServiceConfig.integrity(["MOCKCLOUD_HMAC_REQUIRE": "1"]) }
+        #expect(throws: ConfigError("MOCKCLOUD_HMAC_REQUIRE=1 is set but MOCKCLOUD_HMAC_KEYS is not")) {
+            try ServiceConfig.integrity(["MOCKCLOUD_HMAC_REQUIRE": "1"])
+        }
     }
 }

@@ -3,7 +3,7 @@ import MockCloudSystem
 
 /// Settings that nginx passes to every program as `fastcgi_param`s: the one
 /// place where the environment is read for configuration (the admin tool
-/// reads its defaults through it too). A missing data directory, a bad key or
+/// reads its defaults here too). A missing data directory, a bad key or
 /// token file or a bad inbox limit is a 500 that names the problem, for every
 /// request, until it is fixed.
 package struct ServiceConfig: Sendable {
@@ -17,22 +17,15 @@ package struct ServiceConfig: Sendable {
     /// below this much free space on the data directory's file system.
     package let minimumFreeBytes: Int64
     /// The environment the settings came from, for the route-specific ones.
-    private let environment: CGIEnvironment
+    private let environment: Environment
 
     /// Reads the settings every route needs.
-    package init(environment: CGIEnvironment) throws {
+    package init(environment: Environment) throws {
         dataRoot = try Self.dataRoot(environment)
         integrity = try Self.integrity(environment)
         access = try Self.accessTokens(environment)
         minimumFreeBytes = try Self.minimumFreeBytes(environment)
         self.environment = environment
-    }
-
-    /// Reads the settings and lets `request` through only with an accepted
-    /// bearer token when tokens are on (401 without one, 403 with a wrong one).
-    package init(authorizing request: CGIRequest) throws {
-        try self.init(environment: request.environment)
-        try access?.authorize(request)
     }
 
     /// The inbox's limits (`MOCKCLOUD_INBOX_*`); read by the inbox program only.
@@ -46,32 +39,29 @@ package struct ServiceConfig: Sendable {
 
     /// `MOCKCLOUD_DATA` is required: a program that guessed would write the
     /// user's data where nobody looks for it.
-    package static func dataRoot(_ environment: CGIEnvironment) throws -> String {
+    package static func dataRoot(_ environment: Environment) throws -> String {
         guard let root = environment["MOCKCLOUD_DATA"], !root.isEmpty else {
-            throw ServerError.misconfigured(
-                "MOCKCLOUD_DATA is not set; add `fastcgi_param MOCKCLOUD_DATA /path/to/data;` to nginx")
+            throw ConfigError("MOCKCLOUD_DATA is not set; add `fastcgi_param MOCKCLOUD_DATA /path/to/data;` to nginx")
         }
         return root
     }
 
     /// `MOCKCLOUD_HMAC_KEYS`: the key file's path; `nil` when signing is off.
-    package static func signingKeyFile(_ environment: CGIEnvironment) -> String? {
+    package static func signingKeyFile(_ environment: Environment) -> String? {
         guard let path = environment["MOCKCLOUD_HMAC_KEYS"], !path.isEmpty else { return nil }
         return path
     }
 
     /// `MOCKCLOUD_HMAC_REQUIRE=1`: unsigned documents are refused.
-    package static func requiresSigned(_ environment: CGIEnvironment) -> Bool {
+    package static func requiresSigned(_ environment: Environment) -> Bool {
         environment["MOCKCLOUD_HMAC_REQUIRE"] == "1"
     }
 
     /// Signing from `MOCKCLOUD_HMAC_KEYS` and `MOCKCLOUD_HMAC_REQUIRE`.
-    package static func integrity(_ environment: CGIEnvironment) throws -> Integrity {
+    package static func integrity(_ environment: Environment) throws -> Integrity {
         let require = requiresSigned(environment)
         guard let path = signingKeyFile(environment) else {
-            if require {
-                throw ServerError.misconfigured("MOCKCLOUD_HMAC_REQUIRE=1 is set but MOCKCLOUD_HMAC_KEYS is not")
-            }
+            if require { throw ConfigError("MOCKCLOUD_HMAC_REQUIRE=1 is set but MOCKCLOUD_HMAC_KEYS is not") }
             return .off
         }
         return Integrity(keys: try SigningKeys.load(path: path), requireSigned: require)
@@ -80,28 +70,27 @@ package struct ServiceConfig: Sendable {
     /// `nil` when `MOCKCLOUD_TOKENS` is not set (access is open, as in the
     /// Python service); a missing, malformed or group/other-readable file
     /// throws.
-    package static func accessTokens(_ environment: CGIEnvironment) throws -> AccessTokens? {
+    package static func accessTokens(_ environment: Environment) throws -> AccessTokens? {
         guard let path = environment["MOCKCLOUD_TOKENS"], !path.isEmpty else { return nil }
         return try AccessTokens.load(path: path)
     }
 
     /// `MOCKCLOUD_MIN_FREE_MB` in bytes (0: no floor); 64 MiB when unset.
-    package static func minimumFreeBytes(_ environment: CGIEnvironment) throws -> Int64 {
+    package static func minimumFreeBytes(_ environment: Environment) throws -> Int64 {
         guard let text = environment["MOCKCLOUD_MIN_FREE_MB"], !text.isEmpty else { return FreeSpaceError.defaultFloor }
         guard text.utf8.count <= 7, text.utf8.allSatisfy(ASCII.isDigit), let mebibytes = Int64(text) else {
-            throw ServerError.misconfigured("MOCKCLOUD_MIN_FREE_MB=\(text) is not a whole number of MiB from 0 to 9999999")
+            throw ConfigError("MOCKCLOUD_MIN_FREE_MB=\(text) is not a whole number of MiB from 0 to 9999999")
         }
         return mebibytes << 20
     }
 
     /// `MOCKCLOUD_INBOX_MAX_MESSAGES`, `MOCKCLOUD_INBOX_TOMBSTONE_HORIZON`
     /// (seconds) and `MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS`; defaults when unset.
-    package static func inboxSettings(_ environment: CGIEnvironment) throws -> InboxSettings {
+    package static func inboxSettings(_ environment: Environment) throws -> InboxSettings {
         func value(_ name: String, _ range: ClosedRange<Int64>) throws -> Int64? {
             guard let text = environment[name], !text.isEmpty else { return nil }
             guard let number = Int64(text), range.contains(number) else {
-                throw ServerError.misconfigured(
-                    "\(name)=\(text) is not an integer from \(range.lowerBound) to \(range.upperBound)")
+                throw ConfigError("\(name)=\(text) is not an integer from \(range.lowerBound) to \(range.upperBound)")
             }
             return number
         }
@@ -115,4 +104,24 @@ package struct ServiceConfig: Sendable {
         }
         return settings
     }
+
+    /// `MOCKCLOUD_ADMIN_SCRIPTS`: where `mockcloud-admin` finds its shell
+    /// subcommands; `nil`: beside the executable.
+    package static func adminScripts(_ environment: Environment) -> String? {
+        guard let folder = environment["MOCKCLOUD_ADMIN_SCRIPTS"], !folder.isEmpty else { return nil }
+        return folder
+    }
+}
+
+/// A setting that cannot be used: every request fails (closed) until it is
+/// fixed. Clients learn only that the server is misconfigured; `detail`, for
+/// the server log and the admin tool, says what and how to fix it.
+package struct ConfigError: Error, Equatable, CustomStringConvertible {
+    package let detail: String
+
+    package init(_ detail: String) {
+        self.detail = detail
+    }
+
+    package var description: String { detail }
 }
