@@ -16,6 +16,6 @@ package enum AccessError: HTTPResponseError, Equatable {
     }
 
     package var extraHeaders: [(String, String)] {
-        self == .missingToken ? [(HTTPHeader.wwwAuthenticate, "Bearer realm=\"mockcloud\"")] : []
+        self == .missingToken ? [(HTTPHeader.wwwAuthenticate.name, "Bearer realm=\"mockcloud\"")] : []
     }
 }

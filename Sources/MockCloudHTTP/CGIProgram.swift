@@ -137,17 +137,16 @@ package enum CGIProgram {
         try once(environment, HTTPHeader.userKey)
         try once(environment, HTTPHeader.deviceID)
         try once(environment, HTTPHeader.authorization)
-        if let encoding = environment[CGIRequest.metaVariable(forHeader: HTTPHeader.contentEncoding)] {
+        if let encoding = environment[HTTPHeader.contentEncoding.variable] {
             let value = Substring(encoding).trimmingSpaces()
             if !value.isEmpty && value.lowercased() != "identity" { throw .unsupportedContentEncoding(value) }
         }
     }
 
-    /// Throws `.repeatedHeader(name)` when header `name` came more than once.
-    private static func once(_ environment: Environment, _ name: String) throws(RequestError) {
-        let variable = CGIRequest.metaVariable(forHeader: name)
-        if environment.isRepeated(variable) || environment[variable]?.utf8.contains(UInt8(ascii: ",")) == true {
-            throw .repeatedHeader(name)
+    /// Throws `.repeatedHeader` when `header` came more than once.
+    private static func once(_ environment: Environment, _ header: HTTPHeader) throws(RequestError) {
+        if environment.isRepeated(header.variable) || environment[header.variable]?.utf8.contains(UInt8(ascii: ",")) == true {
+            throw .repeatedHeader(header.name)
         }
     }
 

@@ -38,6 +38,11 @@ package struct CGIRequest: Sendable {
         environment[CGIRequest.metaVariable(forHeader: name)]
     }
 
+    /// The value of one of the headers the service reads.
+    package func header(_ header: HTTPHeader) -> String? {
+        environment[header.variable]
+    }
+
     /// `X-User-Key` → `HTTP_X_USER_KEY`.
     package static func metaVariable(forHeader name: String) -> String {
         let prefix = "HTTP_"
@@ -88,7 +93,7 @@ package struct CGIRequest: Sendable {
     /// is absent. `W/` is dropped (the store compares opaque values), and a
     /// member that is not a quoted tag is kept as a bare opaque value, so
     /// that an unquoted tag still compares.
-    package func tagCondition(_ name: String) -> TagCondition? {
+    package func tagCondition(_ name: HTTPHeader) -> TagCondition? {
         guard let header = header(name) else { return nil }
         var tags: [EntityTag] = []
         for part in header.split(separator: ",") {

@@ -89,10 +89,10 @@ package struct CGIResponse: Sendable, Equatable {
         out.append(UInt8(ascii: " "))
         out.append(contentsOf: status.reason.utf8)
         out.append(contentsOf: "\r\n".utf8)
-        if hasBody { line(HTTPHeader.contentType, "application/json") }
+        if hasBody { line(HTTPHeader.contentType.name, "application/json") }
         for i in stride(from: 0, to: fields.count, by: 2) { line(fields[i], fields[i + 1]) }
         if hasBody {
-            out.append(contentsOf: HTTPHeader.contentLength.utf8)
+            out.append(contentsOf: HTTPHeader.contentLength.name.utf8)
             out.append(contentsOf: ": ".utf8)
             ASCII.appendDecimal(body.count, to: &out)
             out.append(contentsOf: "\r\n".utf8)

@@ -88,7 +88,7 @@ extension SettingsError: HTTPResponseError {
     package var extraHeaders: [(String, String)] {
         switch self {
         case .preconditionFailed(_, let current?), .olderThanStored(_, _, let current):
-            return [(HTTPHeader.etag, current.etag.text)]
+            return [(HTTPHeader.etag.name, current.etag.text)]
         default: return []
         }
     }
@@ -161,7 +161,7 @@ extension InboxError: HTTPResponseError {
         switch self {
         case .noMessage: return "no message with this id"
         case .lowerVersion(let incoming, let current):
-            return "\(HTTPHeader.syncVersion) \(incoming) is lower than the stored version \(current.version); nothing was written"
+            return "\(HTTPHeader.syncVersion.name) \(incoming) is lower than the stored version \(current.version); nothing was written"
         case .inboxFull(let limit):
             return "inbox full: this key already holds \(limit) messages; delete some first"
         case .malformedAnchor: return "malformed anchor: pass back exactly the anchor a previous page returned"

@@ -158,7 +158,7 @@ package struct InboxRoute: Sendable {
     }
 
     private static func created(_ envelope: Envelope) -> CGIResponse {
-        CGIResponse(status: .created, header: HTTPHeader.location, "\(collectionPath)/\(envelope.id.rawValue)", body: envelope.bytes)
+        CGIResponse(status: .created, header: HTTPHeader.location.name, "\(collectionPath)/\(envelope.id.rawValue)", body: envelope.bytes)
     }
 
     /// What a PUT or POST of one message carries: `X-Sync-Version` (default

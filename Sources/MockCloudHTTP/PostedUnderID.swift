@@ -21,7 +21,7 @@ package struct PostedUnderID: HTTPResponseError {
     }
 
     package var extraMembers: [JSONMember] { [JSONMember("id", .string(id.rawValue))] }
-    package var extraHeaders: [(String, String)] { [(HTTPHeader.location, location)] }
+    package var extraHeaders: [(String, String)] { [(HTTPHeader.location.name, location)] }
 
     private var location: String { InboxRoute.collectionPath + "/" + id.rawValue }
 }

@@ -60,7 +60,7 @@ package enum RequestError: HTTPResponseError, Equatable {
     }
 
     package var extraHeaders: [(String, String)] {
-        if case .methodNotAllowed(_, _, let allowed) = self { return [(HTTPHeader.allow, Self.list(allowed))] }
+        if case .methodNotAllowed(_, _, let allowed) = self { return [(HTTPHeader.allow.name, Self.list(allowed))] }
         return []
     }
 

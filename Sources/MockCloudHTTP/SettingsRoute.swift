@@ -66,21 +66,21 @@ package struct SettingsRoute: Sendable {
         guard let bytes = try store.read(key) else { throw SettingsError.nothingStored }
         let etag = EntityTag(of: bytes)
         if ifNoneMatch?.names(etag) == true {
-            return CGIResponse(status: .notModified, header: HTTPHeader.etag, etag.text)
+            return CGIResponse(status: .notModified, header: HTTPHeader.etag.name, etag.text)
         }
         // A file as the printers write it is answered without parsing it.
         if let body = JSONParser.compactForm(ofStored: bytes) {
-            return CGIResponse(status: .ok, header: HTTPHeader.etag, etag.text, body: body)
+            return CGIResponse(status: .ok, header: HTTPHeader.etag.name, etag.text, body: body)
         }
         let stored = StoredSettings(bytes: bytes)
         guard let document = stored.document else {
             throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
         }
-        return .json(.ok, document, header: HTTPHeader.etag, stored.etag.text)
+        return .json(.ok, document, header: HTTPHeader.etag.name, stored.etag.text)
     }
 
     /// 200 with the stored document and its tag.
     private static func answer(_ stored: StoredSettings) -> CGIResponse {
-        .json(.ok, stored.document ?? .object(JSONObject()), header: HTTPHeader.etag, stored.etag.text)
+        .json(.ok, stored.document ?? .object(JSONObject()), header: HTTPHeader.etag.name, stored.etag.text)
     }
 }

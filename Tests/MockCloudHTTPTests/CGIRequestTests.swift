@@ -93,3 +93,11 @@ import Testing
         #expect(CGIRequest(method: "PATCH", path: "/", contentType: contentType).mediaType == mediaType)
     }
 }
+
+/// The meta-variables the headers arrive in, written out once in HTTPHeader.
+@Suite struct HTTPHeaderTests {
+    @Test(arguments: HTTPHeader.read)
+    func eachReadHeadersVariableIsItsRFC3875Name(_ header: HTTPHeader) {
+        #expect(header.variable == CGIRequest.metaVariable(forHeader: header.name))
+    }
+}
