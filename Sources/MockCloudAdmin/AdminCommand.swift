@@ -1,4 +1,3 @@
-import Glibc
 import MockCloudConfig
 import MockCloudStore
 import MockCloudSystem
@@ -104,10 +103,13 @@ package struct AdminCommand {
     /// them. The key file must be readable by that user too, as it is for the
     /// programs. Returns the line to print when the switch fails.
     private static func becomeOwner(of root: String) -> String? {
-        var info = stat()
-        guard geteuid() == 0, stat(root, &info) == 0, info.st_uid != 0 else { return nil }
-        guard setgroups(0, nil) == 0, setgid(info.st_gid) == 0, setuid(info.st_uid) == 0 else {
-            return "mockcloud-admin: cannot act as \(root)'s owner (uid \(info.st_uid)): " + String(cString: strerror(errno))
+        guard Sys.isRoot, let owner = try? Sys.owner(of: root), owner.user != 0 else { return nil }
+        do {
+            try Sys.become(user: owner.user, group: owner.group)
+        } catch let error as SystemError {
+            return "mockcloud-admin: cannot act as \(root)'s owner (uid \(owner.user)): \(error.errno)"
+        } catch {
+            return "mockcloud-admin: cannot act as \(root)'s owner (uid \(owner.user)): \(error)"
         }
         return nil
     }
@@ -142,7 +144,7 @@ package struct AdminCommand {
     }
 
     private static func append(_ text: String, to file: String) throws {
-        let fd = try Sys.open(file, O_WRONLY | O_APPEND | O_CREAT, mode: 0o600)
+        let fd = try Sys.open(file, .writeOnly | .append | .create, mode: 0o600)
         try Sys.closing(fd) { fd in
             try Sys.writeAll(fd, Array(text.utf8), path: file)
             try Sys.fsync(fd, path: file)

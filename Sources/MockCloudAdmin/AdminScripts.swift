@@ -1,5 +1,5 @@
-import Glibc
 import MockCloudConfig
+import MockCloudSystem
 
 /// The subcommands that drive the box rather than the data (`tls`, `doctor`,
 /// `backup`, `restore`) are shell scripts beside the program: they run
@@ -28,11 +28,8 @@ package enum AdminScripts {
         let folders = directories(environment: environment)
         for folder in folders {
             let path = folder + "/" + name
-            guard access(path, X_OK) == 0 else { continue }
-            var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) }
-            argv.append(nil)
-            execv(path, &argv)
-            return "mockcloud-admin: cannot run \(path): \(String(cString: strerror(errno)))"
+            guard Sys.isExecutable(path) else { continue }
+            return "mockcloud-admin: cannot run \(path): \(Sys.execute(path, arguments: arguments).errno)"
         }
         return "mockcloud-admin: \(name) is in none of " + folders.joined(separator: ", ")
             + " (set MOCKCLOUD_ADMIN_SCRIPTS to the folder that holds it)"
@@ -41,14 +38,7 @@ package enum AdminScripts {
     /// The folders to look in, in order.
     package static func directories(environment: Environment) -> [String] {
         if let given = ServiceConfig.adminScripts(environment) { return [given] }
-        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = buffer.withUnsafeMutableBufferPointer { raw in
-            raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) {
-                readlink("/proc/self/exe", $0, raw.count - 1)
-            }
-        }
-        guard length > 0 else { return ["/usr/lib/mockcloud/admin"] }
-        let executable = String(decoding: buffer[..<length], as: UTF8.self)
+        guard let executable = Sys.executablePath() else { return ["/usr/lib/mockcloud/admin"] }
         let folder = executable.lastIndex(of: "/").map { String(executable[..<$0]) } ?? "."
         return [folder + "/../lib/mockcloud/admin", folder + "/../admin", folder + "/../../admin"]
     }

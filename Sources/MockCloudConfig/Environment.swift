@@ -1,4 +1,3 @@
-import Glibc
 import MockCloudSystem
 
 /// The process environment (for the CGI programs: the meta-variables and
@@ -29,8 +28,8 @@ package struct Environment: Sendable, ExpressibleByDictionaryLiteral {
     /// (`withCString`: a String passed where C wants a pointer is copied into
     /// a new array each time. A long value is kept until exit: see `KeepUntilExit`.)
     package static let process = Environment(
-        lookup: { name in name.withCString { getenv($0) }.map { KeepUntilExit.keep(String(cString: $0)) } },
-        repeats: { name in occurrencesInProcess(name) > 1 })
+        lookup: { name in Sys.environmentValue(name) },
+        repeats: { name in Sys.environmentCount(name) > 1 })
 
     /// The value of `name`, e.g. `HTTP_X_USER_KEY`; the first, when the
     /// environment holds it more than once.
@@ -40,19 +39,4 @@ package struct Environment: Sendable, ExpressibleByDictionaryLiteral {
     /// passes a request header sent on two lines as two FastCGI parameters,
     /// and fcgiwrap puts both in the program's environment.
     package func isRepeated(_ name: String) -> Bool { repeats(name) }
-
-    /// How many `NAME=` entries this process's environment holds.
-    private static func occurrencesInProcess(_ name: String) -> Int {
-        name.withCString { cName in
-            let length = strlen(cName)
-            var count = 0
-            var entry = environ
-            while let line = entry.pointee {
-                // The first byte alone rules out most entries, without a call.
-                if line[0] == cName[0] && strncmp(line, cName, length) == 0 && line[length] == 0x3D { count += 1 }
-                entry += 1
-            }
-            return count
-        }
-    }
 }

@@ -1,4 +1,3 @@
-import Glibc
 import MockCloudConfig
 import MockCloudSystem
 
@@ -22,60 +21,48 @@ package enum CGIProgram {
         name: String, bodyLimit: Int, _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
     ) -> Never {
         KeepUntilExit.turnOn()
-        signal(SIGPIPE, SIG_IGN)
-        signal(SIGALRM, { _ in
-            // Whether the change had begun, as far as this process got.
-            let unchanged: StaticString = """
+        Sys.ignoreBrokenPipes()
+        // A time-out, a trap (a Swift runtime check) or a fault still answers
+        // in JSON, and says whether the change had begun, instead of leaving
+        // fcgiwrap a bare 502; a crash also says so in the server log.
+        LastWords.install(
+            timeOut: (unchanged: """
                 Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
                 {"error": "request took too long (storage busy); nothing was written, try again", "changed": "no"}
-                """
-            let maybe: StaticString = """
+                """,
+                maybe: """
                 Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
                 {"error": "request took too long (storage busy) while the change was being made: it may or may \
                 not have been made. Retrying the same request is safe", "changed": "maybe"}
-                """
-            let answer = WriteProgress.mayHaveChanged ? maybe : unchanged
-            if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
-            _exit(1)
-        })
-        // A trap (a Swift runtime check) or a fault still answers in JSON, and
-        // says so in the server log, instead of leaving fcgiwrap a bare 502.
-        for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] {
-            signal(fault, { number in
-                let unchanged: StaticString = """
-                    Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
-                    {"error": "internal error; see the server log", "changed": "no"}
-                    """
-                let maybe: StaticString = """
-                    Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
-                    {"error": "internal error while the change was being made: it may or may not have been made; \
-                    see the server log. Retrying the same request is safe", "changed": "maybe"}
-                    """
-                let answer = WriteProgress.mayHaveChanged ? maybe : unchanged
-                let line: StaticString = "mockcloud: the program crashed (fatal signal); answered 500\n"
-                if !responseStarted { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
-                _ = write(2, line.utf8Start, line.utf8CodeUnitCount)
-                _exit(128 + number)
-            })
-        }
-        alarm(timeLimitSeconds)
+                """),
+            crash: (unchanged: """
+                Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
+                {"error": "internal error; see the server log", "changed": "no"}
+                """,
+                maybe: """
+                Status: 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n\
+                {"error": "internal error while the change was being made: it may or may not have been made; \
+                see the server log. Retrying the same request is safe", "changed": "maybe"}
+                """),
+            crashLog: "mockcloud: the program crashed (fatal signal); answered 500\n")
+        Sys.setAlarm(seconds: timeLimitSeconds)
         let environment = Environment.process
         var upkeep = Upkeep.none
-        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: 0, name: name) { request in
-            try handler(request, &upkeep)
+        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: .standardInput, name: name) {
+            request in try handler(request, &upkeep)
         }
-        alarm(0)
+        Sys.setAlarm(seconds: 0)
         // A HEAD answer carries GET's headers, Content-Length included, and no body.
         let bytes = response.serialized(includingBody: HTTPMethod(environment["REQUEST_METHOD"] ?? "GET") != .head)
-        responseStarted = true
+        LastWords.answerBegins()
         do {
-            try Sys.writeAll(1, bytes, path: "stdout")
+            try Sys.writeAll(.standardOutput, bytes, path: "stdout")
         } catch {
             log(name, "could not write the response: \(error)")
-            exit(1)
+            Sys.exit(1)
         }
         if upkeep.isNeeded { runAfterAnswer(name, upkeep) }
-        exit(0)
+        Sys.exit(0)
     }
 
     /// The route's upkeep, once the client has its answer: fcgiwrap ends a
@@ -84,7 +71,7 @@ package enum CGIProgram {
     /// instead, the daemon facility, as `mockcloud-<name>`.
     private static func runAfterAnswer(_ name: String, _ upkeep: Upkeep) {
         Sys.detachOutput()
-        alarm(upkeepTimeLimitSeconds)
+        Sys.setAlarm(seconds: upkeepTimeLimitSeconds)
         do {
             try upkeep.run()
         } catch {
@@ -100,7 +87,7 @@ package enum CGIProgram {
     /// Everything `serve` does except the process plumbing, so that it can be
     /// tested with any environment and any file descriptor as stdin.
     package static func respond(
-        environment: Environment, bodyLimit: Int, stdin: Int32, name: String,
+        environment: Environment, bodyLimit: Int, stdin: FileDescriptor, name: String,
         _ handler: (CGIRequest) throws -> CGIResponse
     ) -> CGIResponse {
         do {
@@ -153,7 +140,7 @@ package enum CGIProgram {
     /// Reads exactly `CONTENT_LENGTH` bytes. The whole body is always read,
     /// even when it is refused: fcgiwrap writes all of stdin first, and a
     /// program that exits early turns its own 4xx into a 502.
-    static func readBody(environment: Environment, limit: Int, from fd: Int32) throws -> [UInt8] {
+    static func readBody(environment: Environment, limit: Int, from fd: FileDescriptor) throws -> [UInt8] {
         let declared = environment["CONTENT_LENGTH"] ?? ""
         if declared.isEmpty { return [] }
         guard declared.utf8.allSatisfy(ASCII.isDigit) else {
@@ -175,7 +162,7 @@ package enum CGIProgram {
 
     /// Reads and discards up to `count` bytes (or to end of file), so that
     /// the server sees its whole body taken before the answer.
-    private static func drain(_ fd: Int32, upTo count: Int) throws {
+    private static func drain(_ fd: FileDescriptor, upTo count: Int) throws {
         var remaining = count
         while remaining > 0 {
             let chunk = try Sys.readAll(fd, path: "stdin", limit: min(remaining, 1 << 20))
@@ -187,10 +174,6 @@ package enum CGIProgram {
     /// One line on stderr, which fcgiwrap `-f` hands to nginx's error log.
     package static func log(_ name: String, _ line: String) {
         let text = Array("mockcloud \(name): \(line)\n".utf8)
-        try? Sys.writeAll(2, text, path: "stderr")
+        try? Sys.writeAll(.standardError, text, path: "stderr")
     }
 }
-
-/// Set once the response is being written, so that a signal handler never
-/// writes a second one.
-nonisolated(unsafe) private var responseStarted = false

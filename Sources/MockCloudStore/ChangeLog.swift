@@ -1,4 +1,3 @@
-import Glibc
 import MockCloudSystem
 
 /// A key's append-only change log: fixed 256-byte text records (readable with
@@ -12,7 +11,7 @@ package struct ChangeLog {
     package static let recordSize = 256
     static let magic = "MOCKCLOUD-INBOX-LOG 1 "
 
-    let fd: Int32
+    let fd: FileDescriptor
     let path: String
     package private(set) var header: ChangeLogHeader
     /// Whole, valid change records (the header not counted).
@@ -21,10 +20,10 @@ package struct ChangeLog {
     /// Opens a log for reading; `nil` when it does not exist. A damaged tail
     /// (a crash in the middle of an append) is left out, not repaired.
     package static func openForReading(_ path: String) throws -> ChangeLog? {
-        let fd: Int32
+        let fd: FileDescriptor
         do {
-            fd = try Sys.open(path, O_RDONLY | O_NOFOLLOW)
-        } catch let error as SystemError where error.errno == ENOENT {
+            fd = try Sys.open(path, .noFollow)
+        } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
             return nil
         }
         do {
@@ -40,14 +39,14 @@ package struct ChangeLog {
     /// Opens a log for appending, creating it (atomically, header first) when
     /// missing, and cuts off whatever a crash left half written at its end.
     package static func openForWriting(_ path: String, directory: String) throws -> ChangeLog {
-        var fd: Int32
+        var fd: FileDescriptor
         do {
-            fd = try Sys.open(path, O_RDWR | O_NOFOLLOW)
-        } catch let error as SystemError where error.errno == ENOENT {
+            fd = try Sys.open(path, .readWrite | .noFollow)
+        } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
             let header = ChangeLogHeader(
                 generation: newGeneration(), compactedThrough: 0, lastSeq: 0, records: 0, epoch: 0)
             try AtomicFile.write(encode(header), to: lastComponent(path), in: directory)
-            fd = try Sys.open(path, O_RDWR | O_NOFOLLOW)
+            fd = try Sys.open(path, .readWrite | .noFollow)
         }
         do {
             var log = try ChangeLog(fd: fd, path: path)
@@ -65,7 +64,7 @@ package struct ChangeLog {
         }
     }
 
-    private init(fd: Int32, path: String) throws {
+    private init(fd: FileDescriptor, path: String) throws {
         self.fd = fd
         self.path = path
         let first = try Sys.read(fd, count: Self.recordSize, at: 0, path: path)

@@ -1,4 +1,3 @@
-import Glibc
 import MockCloudSystem
 
 /// The stored documents of a data directory, as the admin tool walks them.

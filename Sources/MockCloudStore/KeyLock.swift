@@ -1,4 +1,3 @@
-import Glibc
 import MockCloudSystem
 
 /// Per-key locks (`flock`) on files under `<data>/.locks/`: writers on one key
@@ -87,13 +86,13 @@ package enum KeyLock {
     }
 
     private static func whenFree(
-        root: String, route: Route, key: UserKey, _ body: (_ fd: Int32, _ path: String) throws -> Void
+        root: String, route: Route, key: UserKey, _ body: (_ fd: FileDescriptor, _ path: String) throws -> Void
     ) throws -> Bool {
         let path = self.path(root: root, route: route, key: key)
-        let fd: Int32
+        let fd: FileDescriptor
         do {
-            fd = try Sys.open(path, O_RDONLY | O_NOFOLLOW)
-        } catch let error as SystemError where error.errno == ENOENT {
+            fd = try Sys.open(path, .noFollow)
+        } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
             return false
         }
         return try Sys.closing(fd) { fd in
@@ -140,22 +139,22 @@ package enum KeyLock {
         let path = self.path(root: root, route: route, key: key)
         // Readers lock a read-only descriptor: a read-only data directory
         // still has its lock files to share.
-        let access = shared ? O_RDONLY : O_RDWR
-        let fd: Int32
+        let access: OpenOptions = shared ? .readOnly : .readWrite
+        let fd: FileDescriptor
         var created = false
         do {
             do {
-                fd = try Sys.open(path, access | O_NOFOLLOW)
-            } catch let error as SystemError where error.errno == ENOENT {
+                fd = try Sys.open(path, access | .noFollow)
+            } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
                 guard create else { throw Missing() }
                 // Never create a lock file through a planted `.locks` link.
                 let directory = Sys.path(root, "/.locks")
                 try Sys.checkDirectory(directory)
                 try Sys.makeDirectories(directory)
                 do {
-                    fd = try Sys.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+                    fd = try Sys.open(path, .readWrite | .create | .exclusive | .noFollow, mode: 0o600)
                     created = true
-                } catch let error as SystemError where error.errno == EEXIST {
+                } catch let error as SystemError where error.errno == .exists {
                     throw Retry()  // another writer made it first: take theirs
                 }
             }

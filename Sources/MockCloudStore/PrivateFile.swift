@@ -1,4 +1,3 @@
-import Glibc
 import MockCloudSystem
 
 /// Files that hold secrets or their hashes: readable by the owner alone.
@@ -20,22 +19,14 @@ package enum PrivateFile {
 
     /// Reads a file whose mode must not let group or others read it.
     package static func read(_ path: String, _ file: Kind) throws -> [UInt8] {
-        let fd: Int32
         do {
-            fd = try Sys.open(path, O_RDONLY)
-        } catch let error as SystemError {
-            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)), file: file)
-        }
-        defer { Sys.close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(errno)), file: file)
-        }
-        if info.st_mode & 0o077 != 0 { throw KeyFileError.tooOpen(path: path, mode: info.st_mode, file: file) }
-        do {
+            let fd = try Sys.open(path, .readOnly)
+            defer { Sys.close(fd) }
+            let mode = try Sys.mode(fd, path: path)
+            if mode & 0o077 != 0 { throw KeyFileError.tooOpen(path: path, mode: mode, file: file) }
             return try Sys.readAll(fd, path: path, limit: 1 << 20)
         } catch let error as SystemError {
-            throw KeyFileError.unreadable(path: path, reason: String(cString: strerror(error.errno)), file: file)
+            throw KeyFileError.unreadable(path: path, reason: error.errno.description, file: file)
         }
     }
 

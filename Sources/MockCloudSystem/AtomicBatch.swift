@@ -17,11 +17,12 @@ package struct AtomicBatch {
     /// runtime would describe first (30k instructions for `[String]` and
     /// `[Int32]` in a process that never used them).
     private var firstTemporary = ""
-    private var firstFD: Int32 = -1
+    /// `closed` when none is open (not an optional: see above).
+    private var firstFD = FileDescriptor.closed
     private var otherTemporaries: [String] = []
     /// Still open while the batch is small: it fsyncs each file, which on a
     /// busy disk costs less than syncing the whole file system.
-    private var otherFDs: [Int32] = []
+    private var otherFDs: [FileDescriptor] = []
     private var staged = 0
     /// The index of the first file a reader would see change (`Int.max`: none).
     private var firstVisible = Int.max
@@ -120,8 +121,8 @@ package struct AtomicBatch {
     }
 
     private mutating func closeOpen() {
-        if firstFD >= 0 { Sys.close(firstFD) }
-        firstFD = -1
+        if firstFD != .closed { Sys.close(firstFD) }
+        firstFD = .closed
         for fd in otherFDs { Sys.close(fd) }
         otherFDs = []
     }

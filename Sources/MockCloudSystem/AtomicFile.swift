@@ -35,7 +35,7 @@ package enum AtomicFile {
     /// Reads `name` from `directory`; `nil` when it does not exist.
     package static func read(_ name: String, in directory: String) throws -> [UInt8]? {
         do {
-            return try Sys.readFile(Sys.path(directory, "/", name), flags: O_NOFOLLOW)
+            return try Sys.readFile(Sys.path(directory, "/", name), options: .noFollow)
         } catch let error as SystemError {
             throw StorageError(error, .reading)
         }
@@ -49,13 +49,13 @@ package enum AtomicFile {
     /// a file already there is a leftover of a writer that was killed: it is
     /// removed and the name reused, and no crash leaves more than one behind
     /// per document.
-    static func createTemporary(for name: String, in directory: String) throws -> (String, Int32) {
+    static func createTemporary(for name: String, in directory: String) throws -> (String, FileDescriptor) {
         let path = Sys.path(directory, "/", temporaryPrefix, name)
         do {
-            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))
-        } catch let error as SystemError where error.errno == EEXIST {
+            return (path, try Sys.open(path, .writeOnly | .create | .exclusive | .noFollow, mode: 0o600))
+        } catch let error as SystemError where error.errno == .exists {
             try Sys.unlink(path)
-            return (path, try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))
+            return (path, try Sys.open(path, .writeOnly | .create | .exclusive | .noFollow, mode: 0o600))
         }
     }
 

@@ -34,7 +34,7 @@ package struct StorageError: Error, Equatable, CustomStringConvertible {
 
     /// True when the failure was a symbolic link where the data directory
     /// keeps its own files (`O_NOFOLLOW`, `Sys.checkDirectory`).
-    package var isPlantedLink: Bool { cause.errno == ELOOP }
+    package var isPlantedLink: Bool { cause.errno == .tooManyLinks }
 
     /// The failed call, for the server log and the admin tool.
     package var description: String {

@@ -1,7 +1,10 @@
 import Glibc
 
-/// Thin wrappers over the system calls the stores use: each retries `EINTR`,
-/// loops over partial reads and writes, and throws a `SystemError` with errno.
+/// The one layer over the C library: every system call the service makes
+/// goes through here (a test fails a `Glibc` import anywhere else in
+/// Sources/), with descriptors, open options and errors as types. Each call
+/// retries `EINTR`, loops over partial reads and writes, and throws a
+/// `SystemError` with its `Errno`.
 package enum Sys {
     /// Runs `body` until it stops failing with `EINTR`; a `-1` result throws.
     @inline(__always)
@@ -14,6 +17,15 @@ package enum Sys {
             let code = Glibc.errno
             if code != EINTR { throw SystemError(call, path: path, errno: code) }
         }
+    }
+
+    /// Runs `body` again while it fails with `EINTR`; its result, with
+    /// `errno` set, otherwise (for the calls whose failure is an answer).
+    @inline(__always)
+    static func interruptible(_ body: () -> Int32) -> Int32 {
+        var result: Int32
+        repeat { result = body() } while result == -1 && Glibc.errno == EINTR
+        return result
     }
 
     /// A path, or a file name, from up to six pieces, in one string of
@@ -54,27 +66,29 @@ package enum Sys {
     // it into a new array every time.
 
     /// `open(2)` with `O_CLOEXEC`.
-    package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600) throws -> Int32 {
-        try path.withCString { cPath in try retrying("open", path) { Glibc.open(cPath, flags | O_CLOEXEC, mode) } }
+    package static func open(_ path: String, _ options: OpenOptions, mode: mode_t = 0o600) throws -> FileDescriptor {
+        FileDescriptor(rawValue: try path.withCString { cPath in
+            try retrying("open", path) { Glibc.open(cPath, options.rawValue | O_CLOEXEC, mode) }
+        })
     }
 
     /// `close(2)`; errors are ignored because the descriptor is gone either way.
-    package static func close(_ fd: Int32) {
-        _ = Glibc.close(fd)
+    package static func close(_ fd: FileDescriptor) {
+        _ = Glibc.close(fd.rawValue)
     }
 
     /// Runs `body` with `fd` and closes it on every path.
-    package static func closing<T>(_ fd: Int32, _ body: (Int32) throws -> T) rethrows -> T {
+    package static func closing<T>(_ fd: FileDescriptor, _ body: (FileDescriptor) throws -> T) rethrows -> T {
         defer { close(fd) }
         return try body(fd)
     }
 
     /// Reads until end of file, or until `limit` bytes when given. The buffer
     /// is sized from the file's size (or the limit), not zero-filled.
-    package static func readAll(_ fd: Int32, path: String = "", limit: Int = Int.max) throws -> [UInt8] {
+    package static func readAll(_ fd: FileDescriptor, path: String = "", limit: Int = Int.max) throws -> [UInt8] {
         var chunk = min(limit, 65536)
         var info = stat()
-        if Glibc.fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+        if Glibc.fstat(fd.rawValue, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             chunk = min(limit, Int(info.st_size) + 1)
         }
         chunk = max(chunk, 1)
@@ -84,7 +98,7 @@ package enum Sys {
         out.reserveCapacity(min(chunk, limit))
         while out.count < limit {
             let want = min(chunk, limit - out.count)
-            let got = try retrying("read", path) { Glibc.read(fd, buffer.baseAddress!, want) }
+            let got = try retrying("read", path) { Glibc.read(fd.rawValue, buffer.baseAddress!, want) }
             if got == 0 { break }
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
         }
@@ -92,22 +106,26 @@ package enum Sys {
     }
 
     /// Writes every byte, looping over partial writes.
-    package static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String = "") throws {
+    package static func writeAll(_ fd: FileDescriptor, _ bytes: [UInt8], path: String = "") throws {
         try bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                offset += try retrying("write", path) { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
+                offset += try retrying("write", path) {
+                    Glibc.write(fd.rawValue, raw.baseAddress! + offset, raw.count - offset)
+                }
             }
         }
     }
 
     /// `pread(2)` of up to `count` bytes at `offset`; fewer at end of file.
-    package static func read(_ fd: Int32, count: Int, at offset: Int, path: String = "") throws -> [UInt8] {
+    package static func read(_ fd: FileDescriptor, count: Int, at offset: Int, path: String = "") throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
         var got = 0
         while got < count {
             let n = try out.withUnsafeMutableBytes { raw in
-                try retrying("pread", path) { Glibc.pread(fd, raw.baseAddress! + got, count - got, off_t(offset + got)) }
+                try retrying("pread", path) {
+                    Glibc.pread(fd.rawValue, raw.baseAddress! + got, count - got, off_t(offset + got))
+                }
             }
             if n == 0 { break }
             got += n
@@ -117,37 +135,37 @@ package enum Sys {
     }
 
     /// `pwrite(2)` of every byte at `offset`.
-    package static func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int, path: String = "") throws {
+    package static func write(_ fd: FileDescriptor, _ bytes: [UInt8], at offset: Int, path: String = "") throws {
         try bytes.withUnsafeBytes { raw in
             var done = 0
             while done < raw.count {
                 done += try retrying("pwrite", path) {
-                    Glibc.pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + done))
+                    Glibc.pwrite(fd.rawValue, raw.baseAddress! + done, raw.count - done, off_t(offset + done))
                 }
             }
         }
     }
 
     /// `ftruncate(2)`.
-    package static func truncate(_ fd: Int32, to size: Int, path: String = "") throws {
-        _ = try retrying("ftruncate", path) { Glibc.ftruncate(fd, off_t(size)) }
+    package static func truncate(_ fd: FileDescriptor, to size: Int, path: String = "") throws {
+        _ = try retrying("ftruncate", path) { Glibc.ftruncate(fd.rawValue, off_t(size)) }
     }
 
     /// `fdatasync(2)`: the data and the size, without the other metadata.
-    package static func fdatasync(_ fd: Int32, path: String = "") throws {
-        _ = try retrying("fdatasync", path) { Glibc.fdatasync(fd) }
+    package static func fdatasync(_ fd: FileDescriptor, path: String = "") throws {
+        _ = try retrying("fdatasync", path) { Glibc.fdatasync(fd.rawValue) }
     }
 
     /// The size of an open file.
-    package static func size(_ fd: Int32, path: String = "") throws -> Int {
+    package static func size(_ fd: FileDescriptor, path: String = "") throws -> Int {
         var st = stat()
-        _ = try retrying("fstat", path) { Glibc.fstat(fd, &st) }
+        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &st) }
         return Int(st.st_size)
     }
 
     /// `fsync(2)`.
-    package static func fsync(_ fd: Int32, path: String = "") throws {
-        _ = try retrying("fsync", path) { Glibc.fsync(fd) }
+    package static func fsync(_ fd: FileDescriptor, path: String = "") throws {
+        _ = try retrying("fsync", path) { Glibc.fsync(fd.rawValue) }
     }
 
     /// `rename(2)`.
@@ -163,14 +181,14 @@ package enum Sys {
         do {
             _ = try path.withCString { cPath in try retrying("unlink", path) { Glibc.unlink(cPath) } }
             return true
-        } catch let error as SystemError where error.errno == ENOENT {
+        } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
             return false
         }
     }
 
     /// `flock(2)`: waits until this process holds the lock, shared or exclusive.
-    package static func lock(_ fd: Int32, shared: Bool, path: String = "") throws {
-        _ = try retrying("flock", path) { systemFlock(fd, shared ? LOCK_SH : LOCK_EX) }
+    package static func lock(_ fd: FileDescriptor, shared: Bool, path: String = "") throws {
+        _ = try retrying("flock", path) { systemFlock(fd.rawValue, shared ? LOCK_SH : LOCK_EX) }
     }
 
     /// Creates `path` and its missing parents with `mode`; existing
@@ -193,8 +211,7 @@ package enum Sys {
     /// `mkdir(2)`, retried on `EINTR`; true when it made the directory (then
     /// its parent is fsynced), false with `errno` set when it did not.
     private static func makeDirectory(_ path: String, mode: mode_t) throws -> Bool {
-        var result: Int32
-        repeat { result = path.withCString { Glibc.mkdir($0, mode) } } while result != 0 && Glibc.errno == EINTR
+        let result = path.withCString { cPath in interruptible { Glibc.mkdir(cPath, mode) } }
         guard result == 0 else { return false }
         try syncDirectory(parent(of: path))
         return true
@@ -214,11 +231,11 @@ package enum Sys {
 
     /// Reads a whole file; `nil` when it does not exist. `flags` are added
     /// to `O_RDONLY` (`O_NOFOLLOW` for the data directory's files).
-    package static func readFile(_ path: String, flags: Int32 = 0) throws -> [UInt8]? {
-        let fd: Int32
+    package static func readFile(_ path: String, options: OpenOptions = .readOnly) throws -> [UInt8]? {
+        let fd: FileDescriptor
         do {
-            fd = try open(path, O_RDONLY | flags)
-        } catch let error as SystemError where error.errno == ENOENT {
+            fd = try open(path, options)
+        } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
             return nil
         }
         defer { close(fd) }
@@ -228,14 +245,14 @@ package enum Sys {
     /// `syncfs(2)` on the file system holding `path`: every file written there
     /// is durable afterwards, for the price of one journal commit.
     package static func syncFileSystem(of path: String) throws {
-        let fd = try open(path, O_RDONLY | O_DIRECTORY)
+        let fd = try open(path, .directory)
         defer { close(fd) }
-        _ = try retrying("syncfs", path) { systemSyncfs(fd) }
+        _ = try retrying("syncfs", path) { systemSyncfs(fd.rawValue) }
     }
 
     /// fsyncs a directory so that a rename or unlink in it survives power loss.
     package static func syncDirectory(_ path: String) throws {
-        let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+        let fd = try open(path, .directory | .noFollow)
         defer { close(fd) }
         try fsync(fd, path: path)
     }
@@ -246,7 +263,7 @@ package enum Sys {
     /// Linux 5.8 and, since, misses one another caller has already seen,
     /// while a new descriptor still sees an error nobody has reported.
     package static func syncFile(_ path: String) throws {
-        let fd = try open(path, O_RDONLY | O_NOFOLLOW)
+        let fd = try open(path, .noFollow)
         defer { close(fd) }
         try fsync(fd, path: path)
     }
@@ -262,11 +279,11 @@ package enum Sys {
 
     /// `flock(2)` without waiting: false when another process holds a
     /// conflicting lock.
-    package static func tryLock(_ fd: Int32, path: String = "") throws -> Bool {
+    package static func tryLock(_ fd: FileDescriptor, path: String = "") throws -> Bool {
         do {
-            _ = try retrying("flock", path) { systemFlock(fd, LOCK_EX | LOCK_NB) }
+            _ = try retrying("flock", path) { systemFlock(fd.rawValue, LOCK_EX | LOCK_NB) }
             return true
-        } catch let error as SystemError where error.errno == EWOULDBLOCK {
+        } catch let error as SystemError where error.errno == .wouldBlock {
             return false
         }
     }
@@ -336,13 +353,15 @@ extension Sys {
     /// the check. Walks with `openat(O_NOFOLLOW)`, so that no path string is
     /// built unless there is an error to name.
     package static func checkFolders(under root: String, _ a: String, _ b: String = "", _ c: String = "") throws {
-        var fd = root.withCString { Glibc.open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        var fd = root.withCString { cRoot in interruptible { Glibc.open(cRoot, O_RDONLY | O_DIRECTORY | O_CLOEXEC) } }
         if fd < 0 { return }  // the data directory itself: its own opens report it
         defer { if fd >= 0 { Glibc.close(fd) } }
         for step in 0..<3 {
             let name = step == 0 ? a : step == 1 ? b : c
             if name.isEmpty { return }
-            let next = name.withCString { Glibc.openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            let next = name.withCString { cName in
+                interruptible { Glibc.openat(fd, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            }
             var code = Glibc.errno
             if next < 0 && code == ENOTDIR {
                 // O_DIRECTORY | O_NOFOLLOW on a link fails with ENOTDIR: say which.
@@ -364,24 +383,24 @@ extension Sys {
 
     /// True when the open `fd` is still the file at `path` (same device and
     /// inode): false once it was unlinked or replaced.
-    package static func isStill(_ fd: Int32, at path: String) throws -> Bool {
+    package static func isStill(_ fd: FileDescriptor, at path: String) throws -> Bool {
         var held = stat()
-        _ = try retrying("fstat", path) { Glibc.fstat(fd, &held) }
+        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &held) }
         var there = stat()
         guard try linkStatus(path, &there) else { return false }
         return there.st_dev == held.st_dev && there.st_ino == held.st_ino
     }
 
     /// Whole seconds since `fd`'s file was last modified.
-    package static func secondsSinceModified(_ fd: Int32, path: String = "") throws -> Int {
+    package static func secondsSinceModified(_ fd: FileDescriptor, path: String = "") throws -> Int {
         var info = stat()
-        _ = try retrying("fstat", path) { Glibc.fstat(fd, &info) }
+        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &info) }
         return Int(Glibc.time(nil)) - Int(info.st_mtim.tv_sec)
     }
 
     /// Sets `fd`'s modification time to now (`futimens(2)`).
-    package static func touch(_ fd: Int32, path: String = "") throws {
-        _ = try retrying("futimens", path) { Glibc.futimens(fd, nil) }
+    package static func touch(_ fd: FileDescriptor, path: String = "") throws {
+        _ = try retrying("futimens", path) { Glibc.futimens(fd.rawValue, nil) }
     }
 }
 
@@ -390,7 +409,7 @@ extension Sys {
     /// Points stdout and stderr at /dev/null: the server that reads them
     /// (fcgiwrap) then ends the request, while this process goes on.
     package static func detachOutput() {
-        let null = Glibc.open("/dev/null", O_WRONLY | O_CLOEXEC)
+        let null = interruptible { Glibc.open("/dev/null", O_WRONLY | O_CLOEXEC) }
         guard null >= 0 else {
             Glibc.close(1)
             Glibc.close(2)

@@ -72,7 +72,7 @@ import Testing
         #expect {
             try KeyLock.withLock(root: data.file("root"), route: .userSettings, key: key) {}
         } throws: { error in
-            (error as? StorageError)?.cause.errno == ENOTDIR && (error as? StorageError)?.phase == .writing
+            (error as? StorageError)?.cause.errno.rawValue == ENOTDIR && (error as? StorageError)?.phase == .writing
         }
     }
 }

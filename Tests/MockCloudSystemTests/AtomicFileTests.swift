@@ -67,7 +67,7 @@ import Testing
             try AtomicFile.write(Array("new".utf8), to: "k.json", in: data.path)
         } throws: { error in
             let storage = error as? StorageError
-            return storage?.cause.call == "rename" && storage?.cause.errno == EISDIR && storage?.isOutOfSpace == false
+            return storage?.cause.call == "rename" && storage?.cause.errno.rawValue == EISDIR && storage?.isOutOfSpace == false
                 && storage?.phase == .writing
         }
         #expect(data.entries() == ["k.json"])
@@ -100,7 +100,7 @@ import Testing
             try AtomicFile.write(Array("x".utf8), to: "k.json", in: data.file("root/user_settings"))
         } throws: { error in
             let storage = error as? StorageError
-            return storage?.cause.call == "mkdir" && storage?.cause.errno == ENOTDIR && storage?.phase == .writing
+            return storage?.cause.call == "mkdir" && storage?.cause.errno.rawValue == ENOTDIR && storage?.phase == .writing
         }
     }
 
@@ -110,7 +110,7 @@ import Testing
             _ = try AtomicFile.read("k.json", in: data.path)
         } throws: { error in
             let storage = error as? StorageError
-            return storage?.cause.errno == EISDIR && storage?.phase == .reading && storage?.isOutOfSpace == false
+            return storage?.cause.errno.rawValue == EISDIR && storage?.phase == .reading && storage?.isOutOfSpace == false
                 && storage?.cause.isNotWritable == false
         }
     }

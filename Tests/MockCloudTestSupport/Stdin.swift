@@ -5,15 +5,15 @@ import MockCloudSystem
 /// Runs `body` with the read end of a pipe as stdin. Another thread writes
 /// `bytes` and closes the write end, so bodies larger than the pipe's buffer
 /// work. Returns the body's result and whatever `body` left unread.
-package func withStdin<T>(_ bytes: [UInt8], _ body: (Int32) throws -> T) throws -> (result: T, unread: [UInt8]) {
+package func withStdin<T>(_ bytes: [UInt8], _ body: (FileDescriptor) throws -> T) throws -> (result: T, unread: [UInt8]) {
     var fds: [Int32] = [0, 0]
     guard pipe(&fds) == 0 else { throw SystemError("pipe", errno: errno) }
-    let (readEnd, writeEnd) = (fds[0], fds[1])
-    defer { close(readEnd) }
+    let (readEnd, writeEnd) = (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+    defer { Sys.close(readEnd) }
     let writer = DispatchGroup()
     DispatchQueue.global().async(group: writer) {
         try? Sys.writeAll(writeEnd, bytes, path: "test pipe")
-        close(writeEnd)
+        Sys.close(writeEnd)
     }
     let result = try body(readEnd)
     // Whatever is left is read here, so the writer always finishes.

@@ -1,0 +1,137 @@
+import Glibc
+
+// The process itself: its environment, identity, signals, clock alarm and
+// exit, and replacing it with another program. What the CGI programs and
+// the admin tool need of these, wrapped once like the file calls.
+extension Sys {
+    /// The value of the environment variable `name`; the first, when the
+    /// environment holds it more than once. A long value is kept until exit
+    /// (`KeepUntilExit`).
+    package static func environmentValue(_ name: String) -> String? {
+        name.withCString { getenv($0) }.map { KeepUntilExit.keep(String(cString: $0)) }
+    }
+
+    /// How many `NAME=` entries this process's environment holds.
+    package static func environmentCount(_ name: String) -> Int {
+        name.withCString { cName in
+            let length = strlen(cName)
+            var count = 0
+            var entry = environ
+            while let line = entry.pointee {
+                // The first byte alone rules out most entries, without a call.
+                if line[0] == cName[0] && strncmp(line, cName, length) == 0 && line[length] == 0x3D { count += 1 }
+                entry += 1
+            }
+            return count
+        }
+    }
+
+    /// Ends the process now with `status`, flushing nothing.
+    package static func exit(_ status: Int32) -> Never {
+        Glibc.exit(status)
+    }
+
+    /// Asks for SIGALRM in `seconds` (0: none), replacing any earlier alarm.
+    package static func setAlarm(seconds: UInt32) {
+        _ = alarm(seconds)
+    }
+
+    /// A write to a closed pipe fails with `EPIPE` instead of ending the process.
+    package static func ignoreBrokenPipes() {
+        _ = signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// True when this process runs as root.
+    package static var isRoot: Bool { geteuid() == 0 }
+
+    /// The owner (user and group ids) of what is at `path`, links followed.
+    package static func owner(of path: String) throws -> (user: UInt32, group: UInt32) {
+        var info = stat()
+        _ = try path.withCString { cPath in try retrying("stat", path) { stat(cPath, &info) } }
+        return (info.st_uid, info.st_gid)
+    }
+
+    /// The permission and type bits of an open file (`st_mode`).
+    package static func mode(_ fd: FileDescriptor, path: String = "") throws -> UInt32 {
+        var info = stat()
+        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &info) }
+        return info.st_mode
+    }
+
+    /// Drops root for `user` and `group`, with no supplementary groups.
+    package static func become(user: UInt32, group: UInt32) throws {
+        _ = try retrying("setgroups", "") { setgroups(0, nil) }
+        _ = try retrying("setgid", "") { setgid(group) }
+        _ = try retrying("setuid", "") { setuid(user) }
+    }
+
+    /// True when `path` is a file this process may execute.
+    package static func isExecutable(_ path: String) -> Bool {
+        path.withCString { access($0, X_OK) } == 0
+    }
+
+    /// Replaces this process with the program at `path`; returns only when
+    /// it cannot, with the reason.
+    package static func execute(_ path: String, arguments: [String]) -> SystemError {
+        var argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) }
+        argv.append(nil)
+        execv(path, &argv)
+        return SystemError("execv", path: path, errno: Glibc.errno)
+    }
+
+    /// This program's own file (`/proc/self/exe`), or `nil` when unknown.
+    package static func executablePath() -> String? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = buffer.withUnsafeMutableBufferPointer { raw in
+            raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) {
+                readlink("/proc/self/exe", $0, raw.count - 1)
+            }
+        }
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[..<length], as: UTF8.self)
+    }
+}
+
+/// What a CGI process says when it cannot finish: on its time limit
+/// (SIGALRM) or a fatal signal (a trap of a Swift runtime check, a fault),
+/// the JSON answer written to stdout unless the answer had begun, and for a
+/// fatal signal a line to stderr; then it exits at once. Which answer, the
+/// one for "nothing changed" or for "maybe changed", follows
+/// `WriteProgress`. The texts are static: a signal handler may not allocate.
+package enum LastWords {
+    nonisolated(unsafe) private static var timeOut: (unchanged: StaticString, maybe: StaticString) = ("", "")
+    nonisolated(unsafe) private static var crash: (unchanged: StaticString, maybe: StaticString) = ("", "")
+    nonisolated(unsafe) private static var crashLog: StaticString = ""
+    nonisolated(unsafe) private static var answerBegun = false
+
+    /// Installs the handlers for SIGALRM and every fatal signal.
+    package static func install(
+        timeOut: (unchanged: StaticString, maybe: StaticString),
+        crash: (unchanged: StaticString, maybe: StaticString), crashLog: StaticString
+    ) {
+        Self.timeOut = timeOut
+        Self.crash = crash
+        Self.crashLog = crashLog
+        _ = signal(SIGALRM) { _ in
+            LastWords.say(WriteProgress.mayHaveChanged ? LastWords.timeOut.maybe : LastWords.timeOut.unchanged)
+            _exit(1)
+        }
+        for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] {
+            _ = signal(fault) { number in
+                LastWords.say(WriteProgress.mayHaveChanged ? LastWords.crash.maybe : LastWords.crash.unchanged)
+                _ = write(2, LastWords.crashLog.utf8Start, LastWords.crashLog.utf8CodeUnitCount)
+                _exit(128 + number)
+            }
+        }
+    }
+
+    /// From now on the process's own answer is being written: a signal
+    /// must not write a second one.
+    package static func answerBegins() {
+        answerBegun = true
+    }
+
+    private static func say(_ answer: StaticString) {
+        if !answerBegun { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
+    }
+}
