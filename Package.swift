@@ -46,6 +46,8 @@ let package = Package(
         .executable(name: "user-settings", targets: ["user-settings"]),
         .executable(name: "inbox", targets: ["inbox"]),
         .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
+        // The sync client for devices (the mirror box, the app).
+        .library(name: "MockCloudClient", targets: ["MockCloudClient"]),
     ],
     dependencies: [],
     targets: [
@@ -86,8 +88,24 @@ let package = Package(
             swiftSettings: directMetadata
         ),
 
-        // OpenSSL's libcrypto, imported by MockCloudStore's SHA-256 and HMAC alone.
+        // The sync client: async/await over a small transport protocol (libcurl
+        // on Linux, URLSession on Apple platforms), bulk uploads, the change
+        // feed with 410 recovery, settings with conditions, anchor stores.
+        // Reuses System and JSON below it; no server target imports it.
+        .target(
+            name: "MockCloudClient",
+            dependencies: [
+                "MockCloudSystem", "MockCloudJSON", "COpenSSL",
+                .target(name: "CCurl", condition: .when(platforms: [.linux])),
+            ]
+        ),
+
+        // OpenSSL's libcrypto: MockCloudStore's SHA-256 and HMAC, and the
+        // client's SHA-256 (CA fingerprints, the push state).
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        // libcurl (Debian's OpenSSL flavour), imported by the client's
+        // CurlTransport alone; shim.h wraps the variadic curl_easy_setopt.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcrypto's CPU probe on demand (see startup.c).
         .target(name: "CStartup", cSettings: dwarf4),
         // argv from glibc instead of the runtime's /proc scan; compiled into
