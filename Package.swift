@@ -46,8 +46,9 @@ let package = Package(
         .executable(name: "user-settings", targets: ["user-settings"]),
         .executable(name: "inbox", targets: ["inbox"]),
         .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
-        // The sync client for devices (the mirror box, the app).
+        // The sync client for devices (the mirror box, the app) and its tool.
         .library(name: "MockCloudClient", targets: ["MockCloudClient"]),
+        .executable(name: "mockcloud-sync", targets: ["mockcloud-sync"]),
     ],
     dependencies: [],
     targets: [
@@ -99,6 +100,9 @@ let package = Package(
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
             ]
         ),
+        // mockcloud-sync's commands (push, pull, settings), its options,
+        // output and exit codes, over MockCloudClient.
+        .target(name: "MockCloudSync", dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudJSON"]),
 
         // OpenSSL's libcrypto: MockCloudStore's SHA-256 and HMAC, and the
         // client's SHA-256 (CA fingerprints, the push state).
@@ -136,6 +140,15 @@ let package = Package(
             name: "mockcloud-admin",
             dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudSystem"],
             linkerSettings: staticExecutable
+        ),
+
+        // The device's sync tool. libcurl's static archive needs Kerberos and
+        // LDAP archives Debian does not ship, so it links libcurl dynamically
+        // and the Swift runtime statically: no toolchain on the device.
+        .executableTarget(
+            name: "mockcloud-sync",
+            dependencies: ["MockCloudSync"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
         ),
 
         // What several test targets share: the one temporary-directory

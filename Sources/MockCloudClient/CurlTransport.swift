@@ -147,13 +147,14 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
 }
 
 extension Substring {
-    /// Without leading and trailing spaces, tabs, CR and LF.
+    /// Without leading and trailing spaces, tabs, CR and LF (by bytes: a
+    /// header line ends in CR LF, which is one Character).
     func trimmingASCIISpace() -> String {
-        let isSpace = { (c: Character) in c == " " || c == "\t" || c == "\r" || c == "\n" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
-            return ""
-        }
-        return String(self[first...last])
+        let isSpace = { (b: UInt8) in b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
+        let bytes = Array(utf8)
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }
 #endif

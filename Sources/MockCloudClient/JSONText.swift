@@ -51,3 +51,8 @@ public struct JSONText: Sendable, Hashable, CustomStringConvertible {
     public static func == (a: JSONText, b: JSONText) -> Bool { a.bytes == b.bytes }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }
+
+extension JSONText {
+    /// SHA-256 of the compact bytes, lowercase hex: what changed and what did not.
+    package var sha256: String { ASCII.hex(SHA256Digest.of(bytes)) }
+}

@@ -4,6 +4,11 @@ public struct Settings: Sendable, Equatable {
     /// The `ETag` as the server sent it (possibly weak, `W/"…"`, when the
     /// answer was gzipped): send it back unchanged as `If-Match`.
     public var etag: String?
+
+    public init(document: JSONText, etag: String?) {
+        self.document = document
+        self.etag = etag
+    }
 }
 
 /// What a settings write did.

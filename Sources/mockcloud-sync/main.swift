@@ -1,0 +1,4 @@
+import Glibc
+import MockCloudSync
+
+exit(await SyncCommand.main(Array(CommandLine.arguments.dropFirst())))
