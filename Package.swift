@@ -173,6 +173,10 @@ let package = Package(
             name: "MockCloudAdminTests",
             dependencies: ["MockCloudAdmin", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem", "MockCloudTestSupport"]
         ),
+        .testTarget(
+            name: "MockCloudClientTests",
+            dependencies: ["MockCloudClient", "MockCloudSync", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
+        ),
         // The built programs run as processes: environment + stdin in, CGI out.
         .testTarget(
             name: "EndToEndTests",
