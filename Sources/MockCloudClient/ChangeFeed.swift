@@ -145,3 +145,20 @@ extension MockCloudClient {
         return page
     }
 }
+
+extension MockCloudClient {
+    /// The anchor at the end of the feed now, read from `anchor` onwards
+    /// with this device's own writes skipped; nil when the server cannot
+    /// answer from `anchor` (410: the inbox was restored or rebuilt, or
+    /// deletions after it were compacted away). A writer that keeps this
+    /// anchor learns on its next run that acknowledged writes may be gone.
+    public func catchUp(from anchor: Anchor?) async throws(ClientError) -> Anchor? {
+        var anchor = anchor
+        while true {
+            guard let page = try await feedPage(after: anchor, limit: 1000, excludeOwn: configuration.deviceID != nil)
+            else { return nil }
+            anchor = page.anchor
+            if !page.hasMore { return page.anchor }
+        }
+    }
+}

@@ -15,15 +15,29 @@ import MockCloudJSON
 ///   sent again, so a re-run sends nothing new; an interrupted run resumes
 ///   where the acknowledgements stopped.
 /// - With `--delete`, a recorded id whose file is gone is deleted on the server.
+/// - `.mockcloud-sync-push-anchor` is where the feed ended after the last
+///   push (`catchUp`). When the server cannot answer from it (410: its
+///   inbox was restored from a backup, or rebuilt), acknowledgements may
+///   have been lost with it: the record is dropped and every file is sent
+///   again (unchanged ones answer 200 and change nothing).
 struct Push {
     let client: MockCloudClient
     let directory: String
     let deleteMissing: Bool
     static let stateName = ".mockcloud-sync-pushed"
+    static let anchorName = ".mockcloud-sync-push-anchor"
 
     func run(_ output: inout Output) async throws -> Int32 {
         let folder = Folder(path: directory)
         var state = try folder.readState(Self.stateName)
+        let anchors = FileAnchorStore(directory: directory, name: Self.anchorName)
+        var resent = false
+        if !state.isEmpty, try await client.catchUp(from: try anchors.load()) == nil {
+            state = [:]
+            resent = true
+            try anchors.save(nil)
+            try folder.writeState(Self.stateName, state)
+        }
         var items: [UploadItem] = []
         var problems: [String] = []
         var digests: [MessageID: String] = [:]
@@ -86,15 +100,20 @@ struct Push {
                 problems.append("\(items[index].id).json: refused (\(status)): \(error)")
             }
         }
+        if items.count > 0 || resent || (try? anchors.load()) == nil {
+            let end = try await client.catchUp(from: try anchors.load())
+            try anchors.save(end == nil ? try await client.catchUp(from: nil) : end)
+        }
         for problem in problems.prefix(20) { output.error(problem) }
         if problems.count > 20 { output.error("... and \(problems.count - 20) more") }
         output.result(
             "push: \(names.count) files, \(items.count) sent, \(stored) stored, \(deleted) deleted, "
-                + "\(unchanged) unchanged, \(conflicts) conflicts, \(problems.count - conflicts) refused",
+                + "\(unchanged) unchanged, \(conflicts) conflicts, \(problems.count - conflicts) refused"
+                + (resent ? " (the server lost its state: everything sent again)" : ""),
             [("command", .string("push")), ("files", .int(names.count)), ("sent", .int(items.count)),
              ("stored", .int(stored)), ("deleted", .int(deleted)), ("unchanged", .int(unchanged)),
              ("conflicts", .int(conflicts)), ("refused", .int(problems.count - conflicts)),
-             ("problems", .array(problems.map { .string($0) }))])
+             ("resent", .bool(resent)), ("problems", .array(problems.map { .string($0) }))])
         return problems.isEmpty ? SyncCommand.done : SyncCommand.notAllStored
     }
 }
