@@ -65,9 +65,19 @@ public struct ChangeFeed: AsyncSequence, Sendable {
             fullRead = anchor == nil
         }
 
+        /// The next page, asked for as soon as this one's anchor was known:
+        /// its round trip overlaps the caller's work on this page.
+        var prefetch: Task<FeedPage?, any Error>?
+
         public mutating func next() async throws -> FeedPage? {
             guard !finished else { return nil }
-            var answer = try await client.feedPage(after: anchor, limit: pageSize, excludeOwn: excludeOwn && !fullRead)
+            var answer: FeedPage?
+            if let prefetch {
+                answer = try await prefetch.value
+                self.prefetch = nil
+            } else {
+                answer = try await client.feedPage(after: anchor, limit: pageSize, excludeOwn: excludeOwn && !fullRead)
+            }
             if answer == nil {
                 // 410: start again from nothing, without exclude-source (the
                 // device's own messages are part of the state to rebuild).
@@ -101,6 +111,9 @@ public struct ChangeFeed: AsyncSequence, Sendable {
             if !page.hasMore {
                 finished = true
                 if fullRead { page.liveIDs = live }
+            } else {
+                let (client, next, limit, exclude) = (client, page.anchor, pageSize, excludeOwn && !fullRead)
+                prefetch = Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) }
             }
             return page
         }

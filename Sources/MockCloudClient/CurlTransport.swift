@@ -8,15 +8,16 @@ import MockCloudSystem
 /// callback, so it cannot verify the box's local CA; libcurl itself can
 /// (`CURLOPT_CAINFO_BLOB`, with the system's CA path switched off).
 ///
-/// One easy handle, used by one request at a time on a serial queue: the
-/// connection (HTTP/2 where the server offers it) stays open between
-/// requests. Answers are asked for gzip and decoded by libcurl.
+/// A few easy handles, each used by one request at a time and kept for the
+/// next: each keeps its connection (HTTP/2 where the server offers it) open
+/// between requests, and requests sent together go over separate
+/// connections. Answers are asked for gzip and decoded by libcurl.
 public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     private let baseURL: String
     private let trust: TrustAnchor
-    private let queue = DispatchQueue(label: "mockcloud.curl")
-    /// Touched only on `queue`.
-    private var handle: UnsafeMutableRawPointer?
+    private let pool = DispatchQueue(label: "mockcloud.curl.pool")
+    /// Idle handles; touched only on `pool`.
+    private var idle: [UnsafeMutableRawPointer] = []
     private let requestTimeoutSeconds: Int
 
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
@@ -31,12 +32,19 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     }
 
     deinit {
-        if let handle { curl_easy_cleanup(handle) }
+        for handle in idle { curl_easy_cleanup(handle) }
     }
 
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         let result: Result<HTTPResponse, TransportError> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: self.perform(request)) }
+            DispatchQueue.global().async {
+                guard let handle = self.pool.sync(execute: { self.idle.popLast() }) ?? curl_easy_init() else {
+                    return continuation.resume(returning: .failure(.setup("curl_easy_init failed")))
+                }
+                let result = self.perform(request, on: handle)
+                self.pool.sync { self.idle.append(handle) }
+                continuation.resume(returning: result)
+            }
         }
         return try result.get()
     }
@@ -47,12 +55,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         var body: [UInt8] = []
     }
 
-    private func perform(_ request: HTTPRequest) -> Result<HTTPResponse, TransportError> {
-        if handle == nil {
-            guard let made = curl_easy_init() else { return .failure(.setup("curl_easy_init failed")) }
-            handle = made
-        }
-        guard let handle else { return .failure(.setup("no curl handle")) }
+    private func perform(_ request: HTTPRequest, on handle: UnsafeMutableRawPointer) -> Result<HTTPResponse, TransportError> {
         curl_easy_reset(handle)
         let collector = Collector()
         var headerList: UnsafeMutablePointer<curl_slist>? = nil

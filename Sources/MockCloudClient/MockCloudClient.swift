@@ -28,12 +28,15 @@ public struct ClientConfiguration: Sendable {
     public var token: String?
     public var retry: RetryPolicy
     public var limits: BulkLimits
+    /// Bulk requests `upload` keeps in flight: with 2, the next request
+    /// crosses the link while the server stores the one before.
+    public var uploadsInFlight: Int
     /// How the client waits between attempts (tests pass one that records).
     public var sleep: @Sendable (Double) async -> Void
 
     public init(
         userKey: UserKey, deviceID: DeviceID? = nil, token: String? = nil, retry: RetryPolicy = .standard,
-        limits: BulkLimits = .server,
+        limits: BulkLimits = .server, uploadsInFlight: Int = 2,
         sleep: @escaping @Sendable (Double) async -> Void = { seconds in
             try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
         }
@@ -43,6 +46,7 @@ public struct ClientConfiguration: Sendable {
         self.token = token
         self.retry = retry
         self.limits = limits
+        self.uploadsInFlight = max(1, uploadsInFlight)
         self.sleep = sleep
     }
 }

@@ -68,39 +68,62 @@ extension MockCloudClient {
         var outcomes = [UploadOutcome?](repeating: nil, count: items.count)
         let limits = configuration.limits
         let opening = Array(#"{"messages": ["#.utf8), closing = Array("]}".utf8)
+        var batches: [[Int]] = []
         var batch: [Int] = []
-        var body = opening
-
-        func flush() async throws {
-            guard !batch.isEmpty else { return }
-            body += closing
-            let results = try await sendBulk(body, ids: batch.map { items[$0].id })
-            for (index, result) in zip(batch, results) { outcomes[index] = result }
-            let range = batch.first!..<(batch.last! + 1)
-            try await afterEach(range, ArraySlice(range.map { outcomes[$0]! }))
-            batch.removeAll(keepingCapacity: true)
-            body = opening
-        }
-
+        var size = opening.count + closing.count
         for (index, item) in items.enumerated() {
             if case .put(_, let json) = item.change, json.bytes.count > limits.maxItemBodyBytes {
                 outcomes[index] = .rejected(
                     status: 413, error: "body of \(json.bytes.count) bytes is over the \(limits.maxItemBodyBytes)-byte limit")
                 continue
             }
-            let encoded = Self.encode(item)
-            let separator = batch.isEmpty ? 0 : 2
-            if batch.count == limits.maxItems
-                || body.count + separator + encoded.count + closing.count > limits.maxRequestBytes
-            {
-                try await flush()
+            let encoded = Self.encode(item).count
+            if batch.count == limits.maxItems || (!batch.isEmpty && size + 2 + encoded > limits.maxRequestBytes) {
+                batches.append(batch)
+                batch = []
+                size = opening.count + closing.count
             }
-            if !batch.isEmpty { body += Array(", ".utf8) }
-            body += encoded
+            size += encoded + (batch.isEmpty ? 0 : 2)
             batch.append(index)
         }
-        try await flush()
-        // Items refused before sending may sit between batches: report them too.
+        if !batch.isEmpty { batches.append(batch) }
+
+        /// The request body of batch `k`, made when it is sent.
+        func body(_ k: Int) -> [UInt8] {
+            var out = opening
+            for (n, index) in batches[k].enumerated() {
+                if n > 0 { out += Array(", ".utf8) }
+                out += Self.encode(items[index])
+            }
+            return out + closing
+        }
+
+        // Up to `uploadsInFlight` requests at once; a batch that names an id
+        // of one still in flight waits for it, so that items of one id are
+        // applied in order.
+        try await withThrowingTaskGroup(of: (Int, [UploadOutcome]).self) { group in
+            var inFlight: [Int: Set<MessageID>] = [:]
+            func finishOne() async throws {
+                guard let (k, results) = try await group.next() else { return }
+                inFlight[k] = nil
+                for (index, result) in zip(batches[k], results) { outcomes[index] = result }
+                let range = batches[k].first!..<(batches[k].last! + 1)
+                try await afterEach(range, ArraySlice(range.map { outcomes[$0]! }))
+            }
+            for k in batches.indices {
+                let ids = batches[k].map { items[$0].id }
+                let named = Set(ids)
+                while inFlight.count >= configuration.uploadsInFlight
+                    || inFlight.values.contains(where: { !$0.isDisjoint(with: named) })
+                {
+                    try await finishOne()
+                }
+                let request = body(k)
+                inFlight[k] = named
+                group.addTask { (k, try await self.sendBulk(request, ids: ids)) }
+            }
+            while !inFlight.isEmpty { try await finishOne() }
+        }
         return outcomes.map { $0! }
     }
 
