@@ -96,7 +96,8 @@ let package = Package(
         .target(
             name: "MockCloudClient",
             dependencies: [
-                "MockCloudSystem", "MockCloudJSON", "COpenSSL",
+                "MockCloudSystem", "MockCloudJSON",
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
             ]
         ),

@@ -1,4 +1,8 @@
+#if canImport(CryptoKit)
+import CryptoKit
+#else
 import COpenSSL
+#endif
 import MockCloudSystem
 
 /// What the client trusts: the box's CA certificate, and nothing else (not
@@ -54,9 +58,12 @@ public struct TrustAnchor: Sendable {
     }
 }
 
-/// SHA-256 through libcrypto's one-shot call.
+/// SHA-256: CryptoKit on Apple platforms, libcrypto's one-shot call elsewhere.
 enum SHA256Digest {
     static func of(_ bytes: [UInt8]) -> [UInt8] {
+        #if canImport(CryptoKit)
+        return Array(SHA256.hash(data: bytes))
+        #else
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         bytes.withUnsafeBufferPointer { input in
             digest.withUnsafeMutableBufferPointer { output in
@@ -64,5 +71,6 @@ enum SHA256Digest {
             }
         }
         return digest
+        #endif
     }
 }
