@@ -354,6 +354,24 @@ def main():
                      [] if proc.returncode == 4 and good.returncode == 0 and wrong.returncode == 4
                      else [f"system CAs {proc.returncode} {proc.stderr}", f"right pin {good.returncode} {good.stderr}",
                            f"wrong pin {wrong.returncode} {wrong.stderr}"])
+
+        # The device's package: the stripped tool runs; libcurl is the one library beyond libc's and C++'s.
+        dist = os.path.join(work, "dist")
+        built = subprocess.run([os.path.join(REPO, "packaging", "build-sync-deb.sh")], capture_output=True, text=True,
+                               env=dict(os.environ, MOCKCLOUD_DIST=dist))
+        problems = [] if built.returncode == 0 else [built.stderr[-300:]]
+        if not problems:
+            deb = os.path.join(dist, os.listdir(dist)[0])
+            subprocess.run(["dpkg-deb", "-x", deb, os.path.join(work, "unpacked")], check=True)
+            tool = os.path.join(work, "unpacked", "usr", "bin", "mockcloud-sync")
+            usage = subprocess.run([tool, "--help"], capture_output=True, text=True)
+            depends = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True).stdout
+            needed = subprocess.run(["readelf", "-d", tool], capture_output=True, text=True).stdout
+            if usage.returncode != 0 or "mockcloud-sync push DIR" not in usage.stdout:
+                problems.append(f"--help: {usage.returncode} {usage.stderr}")
+            if "libcurl4" not in depends or "libswift" in needed or "libcurl.so.4" not in needed:
+                problems.append(f"Depends {depends.strip()}; NEEDED {needed.count('NEEDED')} lines")
+        checks.check("make deb's second package: mockcloud-sync, the Swift runtime inside, Depends libcurl4", problems)
     finally:
         for b in boxes:
             b.stop()
