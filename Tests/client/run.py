@@ -21,7 +21,6 @@ state: every id once, no extra, every body and version right.
 MOCKCLOUD_SYNC_BIN names the tool (default .build/release/mockcloud-sync).
 Prints `N passed, M failed` last.
 """
-import http.client
 import json
 import os
 import shutil
@@ -30,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -39,6 +37,7 @@ sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 sys.path.insert(0, os.path.join(REPO, "Benchmarks"))
 sys.path.insert(0, HERE)
 from cutting_relay import CuttingRelay  # noqa: E402
+from inbox_http import InboxHTTP  # noqa: E402
 from samples import sample  # noqa: E402
 from stack import Stack  # noqa: E402
 from suite import Checks  # noqa: E402
@@ -55,37 +54,18 @@ class Box:
         self.stack = Stack(work, name, **settings).start()
         self.settings = settings
         self.ca = os.path.join(self.stack.run, "tls", "ca.crt")
-        self.tls = ssl.create_default_context(cafile=self.ca)
+        self.http = InboxHTTP("127.0.0.1", self.stack.port, ssl.create_default_context(cafile=self.ca))
 
     @property
     def url(self):
         return self.stack.base
 
-    def request(self, method, path, key, body=None, device=None):
-        conn = http.client.HTTPSConnection("127.0.0.1", self.stack.port, context=self.tls, timeout=30)
-        try:
-            headers = {"X-User-Key": key, **({"X-Device-Id": device} if device else {})}
-            conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
-            r = conn.getresponse()
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-        finally:
-            conn.close()
-
     def truth(self, key):
-        """id -> (version, body) of every live message, read without anchor."""
-        messages, anchor = {}, None
-        while True:
-            query = {"limit": 1000, **({"anchor": anchor} if anchor else {})}
-            status, page = self.request("GET", "/inbox?" + urllib.parse.urlencode(query), key)
-            assert status == 200, (status, page)
-            for m in page["messages"]:
-                messages[m["id"]] = (m["version"], m["body"])
-            for d in page["deleted"]:
-                messages.pop(d["id"], None)
-            anchor = page["anchor"]
-            if not page["hasMore"]:
-                return messages
+        """id -> (version, body) of every live message."""
+        return {ident: (m["version"], m["body"]) for ident, m in self.http.live_messages(key).items()}
+
+    def request(self, *args, **kw):
+        return self.http.request(*args, **kw)
 
     def env(self, data=None):
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
@@ -278,7 +258,7 @@ def main():
         # The log (300 records) must double before it is compacted: 700 more changes.
         churn = [{"id": f"churn-{n}", "body": {"n": n}} for n in range(350)]
         churn += [{"id": f"churn-{n}", "deleted": True} for n in range(350)]
-        compacting.request("POST", "/inbox:bulk", "compact", {"messages": churn}, device="app-1")
+        compacting.request("POST", "/inbox:bulk", "compact", device="app-1", body={"messages": churn})
         status, result, err = sync(compacting, "pull", pull, key="compact", device="phone-1")
         truth = compacting.truth("compact")
         checks.check("410 after compaction: the pull resyncs and drops the 40 deleted files",
