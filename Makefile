@@ -132,12 +132,14 @@ fuzz-api: deps install
 
 ## MockCloudClient over the same link (Benchmarks/lan/bench_client.py): a
 ## push of 10,000 samples and a pull of the 10,000-message feed through
-## mockcloud-sync, plain curl beside them; the table goes to stdout and
-## Benchmarks/results/client-lan.md (README's figures are copied by hand).
+## the library and mockcloud-sync, plain curl beside them, with the data on
+## disk and on tmpfs; the tables go to stdout and Benchmarks/results/
+## client-lan{,-tmpfs}.md (README's figures are copied by hand). Needs root.
 .PHONY: bench-client
 bench-client: install
 	@nginx/mockcloud-nginx.sh deps
 	@python3 Benchmarks/lan/bench_client.py
+	@python3 Benchmarks/lan/bench_client.py --tmpfs
 
 ## Sync as the phone feels it (Benchmarks/lan/): a phone namespace joined to
 ## the server's by a 10 ms round-trip, 50 Mbit/s link (netem/tbf, or a

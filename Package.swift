@@ -152,6 +152,13 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
         ),
 
+        // The library alone over the simulated Wi-Fi link (Benchmarks/lan/bench_client.py).
+        .executableTarget(
+            name: "client-bench",
+            dependencies: ["MockCloudClient", "MockCloudSystem"],
+            path: "Benchmarks/client-bench"
+        ),
+
         // What several test targets share: the one temporary-directory
         // helper, stdin from a pipe, JSON as text, signing keys.
         .target(
