@@ -96,11 +96,14 @@ testssl: install
 clean:
 	rm -rf .build cgi-bin/*
 
-## dist/mockcloud_<VERSION>_amd64.deb (packaging/build-deb.sh), dpkg-deb alone.
+## dist/mockcloud_<VERSION>_amd64.deb (packaging/build-deb.sh), dpkg-deb alone,
+## and dist/mockcloud-sync_<VERSION>_amd64.deb, the devices' sync tool
+## (packaging/build-sync-deb.sh).
 .PHONY: deb lint-deb test-install
 deb: install
 	@packaging/deps.sh deb
 	@packaging/build-deb.sh
+	@packaging/build-sync-deb.sh
 
 ## lintian on the package: no errors allowed.
 lint-deb: deb
@@ -126,6 +129,17 @@ api: deps install
 API_FUZZ_SECONDS ?= 1800
 fuzz-api: deps install
 	@Tests/api/run.sh fuzz $(API_FUZZ_SECONDS)
+
+## MockCloudClient over the same link (Benchmarks/lan/bench_client.py): a
+## push of 10,000 samples and a pull of the 10,000-message feed through
+## the library and mockcloud-sync, plain curl beside them, with the data on
+## disk and on tmpfs; the tables go to stdout and Benchmarks/results/
+## client-lan{,-tmpfs}.md (README's figures are copied by hand). Needs root.
+.PHONY: bench-client
+bench-client: install
+	@nginx/mockcloud-nginx.sh deps
+	@python3 Benchmarks/lan/bench_client.py
+	@python3 Benchmarks/lan/bench_client.py --tmpfs
 
 ## Sync as the phone feels it (Benchmarks/lan/): a phone namespace joined to
 ## the server's by a 10 ms round-trip, 50 Mbit/s link (netem/tbf, or a

@@ -46,6 +46,9 @@ let package = Package(
         .executable(name: "user-settings", targets: ["user-settings"]),
         .executable(name: "inbox", targets: ["inbox"]),
         .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
+        // The sync client for devices (the mirror box, the app) and its tool.
+        .library(name: "MockCloudClient", targets: ["MockCloudClient"]),
+        .executable(name: "mockcloud-sync", targets: ["mockcloud-sync"]),
     ],
     dependencies: [],
     targets: [
@@ -93,8 +96,28 @@ let package = Package(
             swiftSettings: directMetadata
         ),
 
-        // OpenSSL's libcrypto, imported by MockCloudStore's SHA-256 and HMAC alone.
+        // The sync client: async/await over a small transport protocol (libcurl
+        // on Linux, URLSession on Apple platforms), bulk uploads, the change
+        // feed with 410 recovery, settings with conditions, anchor stores.
+        // Reuses System and JSON below it; no server target imports it.
+        .target(
+            name: "MockCloudClient",
+            dependencies: [
+                "MockCloudSystem", "MockCloudJSON",
+                .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
+                .target(name: "CCurl", condition: .when(platforms: [.linux])),
+            ]
+        ),
+        // mockcloud-sync's commands (push, pull, settings), its options,
+        // output and exit codes, over MockCloudClient.
+        .target(name: "MockCloudSync", dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudJSON"]),
+
+        // OpenSSL's libcrypto: MockCloudStore's SHA-256 and HMAC, and the
+        // client's SHA-256 (CA fingerprints, the push state).
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        // libcurl (Debian's OpenSSL flavour), imported by the client's
+        // CurlTransport alone; shim.h wraps the variadic curl_easy_setopt.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcrypto's CPU probe on demand (see startup.c).
         .target(name: "CStartup", cSettings: dwarf4),
         // argv from glibc instead of the runtime's /proc scan; compiled into
@@ -125,6 +148,22 @@ let package = Package(
             name: "mockcloud-admin",
             dependencies: ["MockCloudAdmin", "MockCloudConfig", "MockCloudSystem"],
             linkerSettings: staticExecutable
+        ),
+
+        // The device's sync tool. libcurl's static archive needs Kerberos and
+        // LDAP archives Debian does not ship, so it links libcurl dynamically
+        // and the Swift runtime statically: no toolchain on the device.
+        .executableTarget(
+            name: "mockcloud-sync",
+            dependencies: ["MockCloudSync", "MockCloudSystem"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
+        ),
+
+        // The library alone over the simulated Wi-Fi link (Benchmarks/lan/bench_client.py).
+        .executableTarget(
+            name: "client-bench",
+            dependencies: ["MockCloudClient", "MockCloudSystem"],
+            path: "Benchmarks/client-bench"
         ),
 
         // What several test targets share: the one temporary-directory
@@ -162,6 +201,10 @@ let package = Package(
                 "MockCloudAdmin", "MockCloudConfig", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem",
                 "MockCloudTestSupport", "MockCloudHTTPTestSupport",
             ]
+        ),
+        .testTarget(
+            name: "MockCloudClientTests",
+            dependencies: ["MockCloudClient", "MockCloudSync", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.
         .testTarget(

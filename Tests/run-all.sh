@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the Swift unit and process tests (`swift test`, the process
 # tests running the installed release programs in cgi-bin/), then the
-# acceptance tests through nginx + fcgiwrap + TLS, the instruction budgets
+# acceptance tests through nginx + fcgiwrap + TLS, the sync client's suite
+# (Tests/client/), the instruction budgets
 # and the symbol-order staleness check (Tests/budget/), then the short stress run
 # (hostile requests, crashes, disk full, concurrency) and a short fuzz run
 # (every regression replayed, each target a few seconds). Prints one combined
@@ -83,6 +84,9 @@ run_suite acceptance Tests/acceptance/run.sh
 run_suite api Tests/api/run.sh
 # The speed work's guards: instruction budgets of the four requests it is
 # about (callgrind), and the release layout's list not gone stale.
+# mockcloud-sync and MockCloudClient against real stacks through TLS with
+# the local CA: restarts and cut connections mid-push, 410s, settings 409.
+run_suite client Tests/client/run.py
 run_suite instructions Tests/budget/instructions.sh
 run_suite symbol-order Tests/budget/symbol-order.sh
 run_suite stress Tests/stress/short.sh

@@ -50,6 +50,10 @@ missing_packages() {
     [[ -x /usr/sbin/fcgiwrap ]] || command -v fcgiwrap >/dev/null || pkgs+=(fcgiwrap)
     [[ -f /usr/include/openssl/hmac.h ]] || dpkg -s libssl-dev >/dev/null 2>&1 || pkgs+=(libssl-dev)
     command -v openssl >/dev/null || pkgs+=(openssl)
+    # mockcloud-sync and MockCloudClient talk HTTPS through libcurl (its
+    # OpenSSL flavour): CURLOPT_CAINFO takes the box's CA (Sources/CCurl).
+    [[ -f /usr/include/x86_64-linux-gnu/curl/curl.h || -f /usr/include/curl/curl.h ]] ||
+        dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || pkgs+=(libcurl4-openssl-dev)
     command -v curl >/dev/null || pkgs+=(curl)
     # The acceptance tests check JSON and pick free ports with it, and read
     # the installed programs with readelf and nm.

@@ -41,6 +41,11 @@ extension Sys {
         _ = signal(SIGPIPE, SIG_IGN)
     }
 
+    /// True when `fd` is a terminal (a person watches: progress lines are welcome).
+    package static func isTerminal(_ fd: FileDescriptor) -> Bool {
+        isatty(fd.rawValue) == 1
+    }
+
     /// True when this process runs as root.
     package static var isRoot: Bool { geteuid() == 0 }
 

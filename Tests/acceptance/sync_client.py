@@ -9,46 +9,29 @@ Each scenario ends by comparing the phone's local copy with the server's
 messages: a client that follows the README must hold exactly them. Exit 1
 with what differs.
 """
-import http.client
 import json
+import os
 import ssl
 import sys
 import urllib.parse
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
+from inbox_http import InboxHTTP  # noqa: E402
 
 TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 TLS.check_hostname = False
 TLS.verify_mode = ssl.CERT_NONE
 
 
-class Server:
+class Server(InboxHTTP):
     def __init__(self, base):
         parts = urllib.parse.urlsplit(base)
-        self.host, self.port = parts.hostname, parts.port
-
-    def request(self, method, path, key, device=None, body=None, headers=()):
-        conn = http.client.HTTPSConnection(self.host, self.port, context=TLS, timeout=30)
-        try:
-            h = {"X-User-Key": key, **dict(headers)}
-            if device:
-                h["X-Device-Id"] = device
-            conn.request(method, path, body=None if body is None else json.dumps(body), headers=h)
-            r = conn.getresponse()
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-        finally:
-            conn.close()
+        super().__init__(parts.hostname, parts.port, TLS)
 
     def truth(self, key):
-        """Every live message, read without anchor or exclusion."""
-        messages, anchor = {}, None
-        while True:
-            query = {"limit": 1000, **({"anchor": anchor} if anchor else {})}
-            status, page = self.request("GET", "/inbox?" + urllib.parse.urlencode(query), key)
-            assert status == 200, (status, page)
-            messages.update({m["id"]: m["body"] for m in page["messages"]})
-            anchor = page["anchor"]
-            if not page["hasMore"]:
-                return messages
+        """Every live message's body, read without anchor or exclusion."""
+        return {ident: m["body"] for ident, m in self.live_messages(key).items()}
 
 
 class Phone:

@@ -1,0 +1,163 @@
+#if canImport(CCurl)
+import CCurl
+import Dispatch
+import MockCloudSystem
+
+/// The Linux transport: libcurl (Debian's OpenSSL flavour). FoundationNetworking's
+/// URLSession is libcurl too, but sets no CA of its own and has no trust
+/// callback, so it cannot verify the box's local CA; libcurl itself can
+/// (`CURLOPT_CAINFO_BLOB`, with the system's CA path switched off).
+///
+/// A few easy handles, each used by one request at a time and kept for the
+/// next: each keeps its connection (HTTP/2 where the server offers it) open
+/// between requests, and requests sent together go over separate
+/// connections. Answers are asked for gzip and decoded by libcurl.
+public final class CurlTransport: HTTPTransport, @unchecked Sendable {
+    private let baseURL: String
+    private let trust: TrustAnchor
+    private let pool = DispatchQueue(label: "mockcloud.curl.pool")
+    /// Idle handles; touched only on `pool`.
+    private var idle: [UnsafeMutableRawPointer] = []
+    private let requestTimeoutSeconds: Int
+
+    private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+
+    /// `baseURL` like `https://192.168.1.20:8443` (no trailing slash).
+    public init(baseURL: String, trust: TrustAnchor, requestTimeoutSeconds: Int = 120) throws(TransportError) {
+        guard baseURL.hasPrefix("https://") else { throw .setup("the URL must start with https://") }
+        guard Self.globalInit == CURLE_OK else { throw .setup("curl_global_init failed") }
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.trust = trust
+        self.requestTimeoutSeconds = requestTimeoutSeconds
+    }
+
+    deinit {
+        for handle in idle { curl_easy_cleanup(handle) }
+    }
+
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let result: Result<HTTPResponse, TransportError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                guard let handle = self.pool.sync(execute: { self.idle.popLast() }) ?? curl_easy_init() else {
+                    return continuation.resume(returning: .failure(.setup("curl_easy_init failed")))
+                }
+                let result = self.perform(request, on: handle)
+                self.pool.sync { self.idle.append(handle) }
+                continuation.resume(returning: result)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Collects one answer's header lines and body (libcurl's callbacks).
+    private final class Collector {
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+    }
+
+    private func perform(_ request: HTTPRequest, on handle: UnsafeMutableRawPointer) -> Result<HTTPResponse, TransportError> {
+        curl_easy_reset(handle)
+        let collector = Collector()
+        var headerList: UnsafeMutablePointer<curl_slist>? = nil
+        defer { curl_slist_free_all(headerList) }
+        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
+            headerList = curl_slist_append(headerList, line)
+        }
+        let url = baseURL + request.target
+        let method = request.method
+        let outcome: CURLcode = trust.pem.withUnsafeBytes { pem in
+            var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: pem.baseAddress), len: pem.count,
+                                 flags: UInt32(CURL_BLOB_COPY))
+            var failed = CURLE_OK
+            func set(_ code: CURLcode) { if failed == CURLE_OK { failed = code } }
+            url.withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_URL, $0)) }
+            // Trust: the box's CA alone. No CA directory (Debian's default
+            // would add the system's CAs), peer and host name verified.
+            withUnsafePointer(to: &blob) { set(mockcloud_curl_set_pointer(handle, CURLOPT_CAINFO_BLOB, $0)) }
+            set(mockcloud_curl_set_pointer(handle, CURLOPT_CAPATH, nil))
+            set(mockcloud_curl_set_pointer(handle, CURLOPT_CAINFO, nil))
+            set(mockcloud_curl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+            set(mockcloud_curl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+            // No proxy from the environment: the box is on the LAN.
+            "".withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_PROXY, $0)) }
+            set(mockcloud_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+            "gzip".withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_ACCEPT_ENCODING, $0)) }
+            set(mockcloud_curl_set_long(handle, CURLOPT_NOSIGNAL, 1))
+            set(mockcloud_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT, 10))
+            set(mockcloud_curl_set_long(handle, CURLOPT_TIMEOUT, requestTimeoutSeconds))
+            set(mockcloud_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)))
+            method.withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, $0)) }
+            if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
+                set(mockcloud_curl_set_long(handle, CURLOPT_POST, 1))
+                set(mockcloud_curl_set_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
+                request.body.withUnsafeBytes {
+                    set(mockcloud_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
+                }
+            }
+            let box = Unmanaged.passUnretained(collector).toOpaque()
+            set(mockcloud_curl_set_write(handle, CURLOPT_WRITEFUNCTION, { data, size, count, box in
+                guard let data, let box else { return 0 }
+                let collector = Unmanaged<Collector>.fromOpaque(box).takeUnretainedValue()
+                data.withMemoryRebound(to: UInt8.self, capacity: size * count) {
+                    collector.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size * count))
+                }
+                return size * count
+            }))
+            set(mockcloud_curl_set_pointer(handle, CURLOPT_WRITEDATA, box))
+            set(mockcloud_curl_set_write(handle, CURLOPT_HEADERFUNCTION, { data, size, count, box in
+                guard let data, let box else { return 0 }
+                let collector = Unmanaged<Collector>.fromOpaque(box).takeUnretainedValue()
+                let line = data.withMemoryRebound(to: UInt8.self, capacity: size * count) {
+                    String(decoding: UnsafeBufferPointer(start: $0, count: size * count), as: UTF8.self)
+                }
+                if line.hasPrefix("HTTP/") {
+                    collector.headers = []  // a new answer (after a 100 Continue, or a redirect)
+                } else if let colon = line.firstIndex(of: ":") {
+                    let name = line[..<colon].lowercased()
+                    let value = line[line.index(after: colon)...].trimmingASCIISpace()
+                    collector.headers.append((name, value))
+                }
+                return size * count
+            }))
+            set(mockcloud_curl_set_pointer(handle, CURLOPT_HEADERDATA, box))
+            guard failed == CURLE_OK else { return failed }
+            return curl_easy_perform(handle)
+        }
+        guard outcome == CURLE_OK else { return .failure(Self.error(outcome)) }
+        var status = 0
+        guard mockcloud_curl_response_code(handle, &status) == CURLE_OK, status > 0 else {
+            return .failure(.connection("no HTTP status"))
+        }
+        return .success(HTTPResponse(status: status, headers: collector.headers, body: collector.body))
+    }
+
+    /// libcurl's failure as the client treats it: verification failures are
+    /// `untrusted` (never retried); a CA libcurl cannot load is `setup`;
+    /// everything else (refused, reset, cut mid-answer, timed out) is
+    /// `connection`.
+    private static func error(_ code: CURLcode) -> TransportError {
+        let text = String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            return .untrusted(text)
+        case CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT,
+            CURLE_NOT_BUILT_IN:
+            return .setup(text)
+        default:
+            return .connection(text)
+        }
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces, tabs, CR and LF (by bytes: a
+    /// header line ends in CR LF, which is one Character).
+    func trimmingASCIISpace() -> String {
+        let isSpace = { (b: UInt8) in b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
+        let bytes = Array(utf8)
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        return String(decoding: bytes[first...last], as: UTF8.self)
+    }
+}
+#endif

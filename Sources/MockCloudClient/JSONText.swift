@@ -1,0 +1,58 @@
+import MockCloudJSON
+import MockCloudSystem
+
+/// A JSON object as bytes, in the server's compact form (`json.dumps`):
+/// member order and number text exactly as written, so a body makes the same
+/// bytes every time and a retried write is recognised as unchanged. Decode it
+/// with whatever JSON library the app prefers.
+public struct JSONText: Sendable, Hashable, CustomStringConvertible {
+    /// The compact UTF-8 bytes.
+    public let bytes: [UInt8]
+    let value: JSONValue
+
+    /// Parses `bytes` (strict RFC 8259, up to 64 levels, as the server does)
+    /// and keeps its compact form; throws `ClientError.invalidArgument` for
+    /// anything but a JSON object.
+    public init(validating bytes: [UInt8]) throws(ClientError) {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw .invalidArgument("not valid JSON: \(error)")
+        }
+        guard value.objectValue != nil else { throw .invalidArgument("not a JSON object") }
+        self.init(value)
+    }
+
+    /// The same for text.
+    public init(validating text: String) throws(ClientError) {
+        try self.init(validating: Array(text.utf8))
+    }
+
+    init(_ value: JSONValue) {
+        self.value = value
+        bytes = JSONPrinter.compact(value)
+    }
+
+    /// The compact text.
+    public var description: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The top-level member `name` when it is a non-negative integer of at
+    /// most 18 digits (the server's `X-Sync-Version` range); nil when absent.
+    /// Throws when it is there but not such a number.
+    public func version(member name: String) throws(ClientError) -> Int64? {
+        guard let member = value.objectValue?[name] else { return nil }
+        guard case .number(let text) = member, (1...18).contains(text.utf8.count),
+            text.utf8.allSatisfy(ASCII.isDigit), let number = Int64(text)
+        else { throw .invalidArgument("\"\(name)\" must be a non-negative integer of at most 18 digits") }
+        return number
+    }
+
+    public static func == (a: JSONText, b: JSONText) -> Bool { a.bytes == b.bytes }
+    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+}
+
+extension JSONText {
+    /// SHA-256 of the compact bytes, lowercase hex: what changed and what did not.
+    package var sha256: String { ASCII.hex(SHA256Digest.of(bytes)) }
+}

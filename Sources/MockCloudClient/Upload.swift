@@ -1,0 +1,176 @@
+import MockCloudJSON
+import MockCloudSystem
+
+/// One change to send: a message at a version, or a deletion.
+public struct UploadItem: Sendable, Equatable {
+    public enum Change: Sendable, Equatable {
+        case put(version: Int64, body: JSONText)
+        case delete
+    }
+
+    public var id: MessageID
+    public var change: Change
+
+    /// Stores `body` under `id` at `version` (HealthKit's sync version; the
+    /// server keeps the highest, and the same version with another body
+    /// replaces it).
+    public static func put(_ id: MessageID, version: Int64 = 0, body: JSONText) -> UploadItem {
+        UploadItem(id: id, change: .put(version: version, body: body))
+    }
+
+    /// Deletes `id` (a tombstone tells feed readers).
+    public static func delete(_ id: MessageID) -> UploadItem {
+        UploadItem(id: id, change: .delete)
+    }
+}
+
+/// What became of one item: the bulk result's status, as the single
+/// request would have answered (docs/API.md §8).
+public enum UploadOutcome: Sendable, Equatable {
+    /// 201 (`created`) or 200: the server holds this version and body, at `seq`.
+    case stored(seq: Int64, created: Bool)
+    /// 204, or 404 (nothing there: already deleted, e.g. by an earlier
+    /// attempt whose answer was lost): the id is gone.
+    case deleted(seq: Int64?)
+    /// 409: the server holds a higher version; nothing was written.
+    case conflict(current: Envelope)
+    /// 400, 413 or 507 for this item (or an item refused before sending,
+    /// status 400 or 413): nothing was written.
+    case rejected(status: Int, error: String)
+
+    /// True when the server now holds what the item asked for.
+    public var isDone: Bool {
+        switch self {
+        case .stored, .deleted: return true
+        case .conflict, .rejected: return false
+        }
+    }
+}
+
+extension MockCloudClient {
+    /// Sends `items` as `POST /inbox:bulk` requests within the server's
+    /// limits, in order, and returns one outcome per item, in item order.
+    ///
+    /// A request whose answer is lost (a cut connection, a restart, a 5xx)
+    /// is sent again unchanged: items are idempotent by id and version, so
+    /// a repeat converges (201 may come back as 200, 204 as 404). 429 and
+    /// 503 wait the `Retry-After` seconds. Throws only when a request fails
+    /// as a whole after every retry; the items of requests already answered
+    /// are durable on the server and were reported to `afterEach`.
+    ///
+    /// - Parameter afterEach: called after each request's answer with the
+    ///   range of `items` it carried and their outcomes: the place to record
+    ///   progress durably.
+    public func upload(
+        _ items: [UploadItem],
+        afterEach: (_ range: Range<Int>, _ outcomes: ArraySlice<UploadOutcome>) async throws -> Void = { _, _ in }
+    ) async throws -> [UploadOutcome] {
+        var outcomes = [UploadOutcome?](repeating: nil, count: items.count)
+        let limits = configuration.limits
+        let opening = Array(#"{"messages": ["#.utf8), closing = Array("]}".utf8)
+        var batches: [[Int]] = []
+        var batch: [Int] = []
+        var size = opening.count + closing.count
+        for (index, item) in items.enumerated() {
+            if case .put(_, let json) = item.change, json.bytes.count > limits.maxItemBodyBytes {
+                outcomes[index] = .rejected(
+                    status: 413, error: "body of \(json.bytes.count) bytes is over the \(limits.maxItemBodyBytes)-byte limit")
+                continue
+            }
+            let encoded = Self.encode(item).count
+            if batch.count == limits.maxItems || (!batch.isEmpty && size + 2 + encoded > limits.maxRequestBytes) {
+                batches.append(batch)
+                batch = []
+                size = opening.count + closing.count
+            }
+            size += encoded + (batch.isEmpty ? 0 : 2)
+            batch.append(index)
+        }
+        if !batch.isEmpty { batches.append(batch) }
+
+        /// The request body of batch `k`, made when it is sent.
+        func body(_ k: Int) -> [UInt8] {
+            var out = opening
+            for (n, index) in batches[k].enumerated() {
+                if n > 0 { out += Array(", ".utf8) }
+                out += Self.encode(items[index])
+            }
+            return out + closing
+        }
+
+        // Up to `uploadsInFlight` requests at once; a batch that names an id
+        // of one still in flight waits for it, so that items of one id are
+        // applied in order.
+        try await withThrowingTaskGroup(of: (Int, [UploadOutcome]).self) { group in
+            var inFlight: [Int: Set<MessageID>] = [:]
+            func finishOne() async throws {
+                guard let (k, results) = try await group.next() else { return }
+                inFlight[k] = nil
+                for (index, result) in zip(batches[k], results) { outcomes[index] = result }
+                let range = batches[k].first!..<(batches[k].last! + 1)
+                try await afterEach(range, ArraySlice(range.map { outcomes[$0]! }))
+            }
+            for k in batches.indices {
+                let ids = batches[k].map { items[$0].id }
+                let named = Set(ids)
+                while inFlight.count >= configuration.uploadsInFlight
+                    || inFlight.values.contains(where: { !$0.isDisjoint(with: named) })
+                {
+                    try await finishOne()
+                }
+                let request = body(k)
+                inFlight[k] = named
+                group.addTask { (k, try await self.sendBulk(request, ids: ids)) }
+            }
+            while !inFlight.isEmpty { try await finishOne() }
+        }
+        return outcomes.map { $0! }
+    }
+
+    /// One bulk item's JSON: ids need no escaping (their alphabet has no
+    /// quote or backslash), bodies are already compact JSON.
+    static func encode(_ item: UploadItem) -> [UInt8] {
+        var out = Array(#"{"id": ""#.utf8) + Array(item.id.rawValue.utf8)
+        switch item.change {
+        case .put(let version, let body):
+            out += Array(#"", "version": "#.utf8)
+            ASCII.appendDecimal(Int(version), to: &out)
+            out += Array(#", "body": "#.utf8) + body.bytes + [UInt8(ascii: "}")]
+        case .delete:
+            out += Array(#"", "deleted": true}"#.utf8)
+        }
+        return out
+    }
+
+    /// One `POST /inbox:bulk`; the results, checked against the ids sent.
+    func sendBulk(_ body: [UInt8], ids: [MessageID]) async throws(ClientError) -> [UploadOutcome] {
+        let request = HTTPRequest(
+            method: "POST", target: "/inbox:bulk", headers: [("Content-Type", "application/json")], body: body)
+        let response = try await exchange(request, .safe)
+        guard response.status == 200 else { throw Self.refusal(response) }
+        guard case .array(let results)? = try Self.object(response)["results"], results.count == ids.count else {
+            throw .badAnswer("a bulk answer without one result per item")
+        }
+        var outcomes: [UploadOutcome] = []
+        outcomes.reserveCapacity(ids.count)
+        for (id, result) in zip(ids, results) {
+            guard let object = result.objectValue, object["id"]?.stringValue == id.rawValue,
+                let status = object["status"].flatMap(Envelope.integer)
+            else { throw .badAnswer("a bulk result that does not match its item \(id)") }
+            let seq = object["seq"].flatMap(Envelope.integer)
+            let error = object["error"]?.stringValue ?? "status \(status)"
+            switch status {
+            case 200, 201:
+                guard let seq else { throw .badAnswer("a stored item without seq") }
+                outcomes.append(.stored(seq: seq, created: status == 201))
+            case 204: outcomes.append(.deleted(seq: seq))
+            case 404: outcomes.append(.deleted(seq: nil))
+            case 409:
+                guard let current = object["current"] else { throw .badAnswer("a 409 without current") }
+                outcomes.append(.conflict(current: try Envelope(current)))
+            default: outcomes.append(.rejected(status: Int(status), error: error))
+            }
+        }
+        return outcomes
+    }
+}

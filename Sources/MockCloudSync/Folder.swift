@@ -1,0 +1,67 @@
+import MockCloudClient
+import MockCloudSystem
+
+/// The folder a command works in: its `*.json` files and the tool's own
+/// state files, which start with a dot (so are never taken for messages).
+struct Folder {
+    let path: String
+
+    /// The names of the messages in the folder: `<id>.json`, hidden files
+    /// (starting with `.`) left out, sorted.
+    func jsonFiles() throws(ClientError) -> [String] {
+        let all: [String]
+        do {
+            all = try Sys.names(in: path)
+        } catch let error as SystemError {
+            throw .local("cannot read the folder \(path): \(error.errno)")
+        } catch {
+            throw .local("cannot read the folder \(path): \(error)")
+        }
+        return all.filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") && $0.utf8.count > 5 }.sorted()
+    }
+
+    func read(_ name: String) throws(ClientError) -> [UInt8] {
+        do {
+            guard let bytes = try AtomicFile.read(name, in: path) else { throw ClientError.local("\(path)/\(name) vanished") }
+            return bytes
+        } catch let error as ClientError {
+            throw error
+        } catch {
+            throw .local("cannot read \(path)/\(name): \(ClientError.describe(error))")
+        }
+    }
+
+    /// A state file of lines `<id> <field> <field>`; empty when absent.
+    func readState(_ name: String) throws(ClientError) -> [MessageID: [String]] {
+        let bytes: [UInt8]?
+        do {
+            bytes = try AtomicFile.read(name, in: path)
+        } catch {
+            throw .local("cannot read \(path)/\(name): \(ClientError.describe(error))")
+        }
+        var state: [MessageID: [String]] = [:]
+        for line in String(decoding: bytes ?? [], as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            guard let first = fields.first, let id = MessageID(first) else {
+                throw .local("\(path)/\(name) is damaged (a line without an id): delete it to start afresh")
+            }
+            state[id] = Array(fields.dropFirst())
+        }
+        return state
+    }
+
+    /// Replaces a state file atomically (temporary file, fsync, rename).
+    func writeState(_ name: String, _ state: [MessageID: [String]]) throws(ClientError) {
+        var text = ""
+        for id in state.keys.sorted() {
+            text += id.rawValue
+            for field in state[id]! { text += " " + field }
+            text += "\n"
+        }
+        do {
+            try AtomicFile.write(Array(text.utf8), to: name, in: path)
+        } catch {
+            throw .local("cannot write \(path)/\(name): \(ClientError.describe(error))")
+        }
+    }
+}

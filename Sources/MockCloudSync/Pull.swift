@@ -1,0 +1,66 @@
+import MockCloudClient
+import MockCloudJSON
+import MockCloudSystem
+
+/// `pull DIR`: the feed into DIR. Each message is `<id>.json` holding its
+/// body (compact JSON, as stored); a deletion removes the file.
+/// `.mockcloud-sync-pulled` records each id's version and seq, and
+/// `.mockcloud-sync-anchor` (FileAnchorStore) where the next pull starts.
+/// Each page is applied in this order: message files (written together,
+/// synced, renamed), removals, the record, then the anchor; a crash leaves
+/// the anchor behind the files, and a page applied twice changes nothing.
+/// A full read (the first pull, or after a 410) saves its anchor only at its
+/// end, after removing the files of ids the server no longer holds.
+struct Pull {
+    let client: MockCloudClient
+    let directory: String
+    let excludeOwn: Bool
+    static let recordName = ".mockcloud-sync-pulled"
+    static let anchorName = ".mockcloud-sync-anchor"
+
+    func run(_ output: inout Output) async throws -> Int32 {
+        let folder = Folder(path: directory)
+        do {
+            try Sys.makeDirectories(directory)
+        } catch {
+            throw ClientError.local("cannot make \(directory): \(error)")
+        }
+        let anchors = FileAnchorStore(directory: directory, name: Self.anchorName)
+        var record = try folder.readState(Self.recordName)
+        var written = 0, removed = 0, pages = 0, resynced = false
+        for try await page in client.changes(since: try anchors.load(), excludingOwnWrites: excludeOwn) {
+            pages += 1
+            if page.startsResync {
+                resynced = true
+                try anchors.save(nil)
+            }
+            do {
+                var batch = AtomicBatch(directory: directory)
+                for message in page.messages {
+                    try batch.stage(message.body.bytes, as: message.id.rawValue + ".json")
+                    record[message.id] = [String(message.version), String(message.seq)]
+                }
+                try batch.commit()
+                var gone = page.deleted.map(\.id)
+                if let live = page.liveIDs { gone += record.keys.filter { !live.contains($0) } }
+                for id in gone {
+                    if try AtomicFile.remove(id.rawValue + ".json", in: directory, durably: false) { removed += 1 }
+                    record[id] = nil
+                }
+                if !gone.isEmpty { try Sys.syncDirectory(directory) }
+            } catch {
+                throw ClientError.local("cannot write into \(directory): \(ClientError.describe(error))")
+            }
+            written += page.messages.count
+            try folder.writeState(Self.recordName, record)
+            if !page.isFullRead || !page.hasMore { try anchors.save(page.anchor) }
+            output.progress("pull: \(written) written, \(removed) removed (\(pages) pages)")
+        }
+        output.result(
+            "pull: \(written) written, \(removed) removed, \(record.count) messages in \(directory)"
+                + (resynced ? " (a full resync after 410)" : ""),
+            [("command", .string("pull")), ("written", .int(written)), ("removed", .int(removed)),
+             ("messages", .int(record.count)), ("resync", .bool(resynced))])
+        return SyncCommand.done
+    }
+}

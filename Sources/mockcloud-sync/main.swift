@@ -1,0 +1,4 @@
+import MockCloudSync
+import MockCloudSystem
+
+Sys.exit(await SyncCommand.main(Array(CommandLine.arguments.dropFirst())))

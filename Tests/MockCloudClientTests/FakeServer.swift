@@ -1,0 +1,62 @@
+import MockCloudClient
+import MockCloudJSON
+
+/// A transport that answers from a script instead of a network: each test
+/// says what the server does with each request and reads what was sent.
+actor FakeServer: HTTPTransport {
+    typealias Answer = @Sendable (HTTPRequest, Int) -> Result<HTTPResponse, TransportError>
+    private let answer: Answer
+    private(set) var requests: [HTTPRequest] = []
+
+    init(_ answer: @escaping Answer) { self.answer = answer }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        requests.append(request)
+        return try answer(request, requests.count).get()
+    }
+
+    static func json(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Result<HTTPResponse, TransportError> {
+        .success(HTTPResponse(status: status, headers: headers, body: Array(text.utf8)))
+    }
+
+    /// The items of a bulk request body.
+    static func items(_ request: HTTPRequest) -> [JSONObject] {
+        guard case .array(let items)? = (try? JSONParser.parse(request.body))?.objectValue?["messages"] else { return [] }
+        return items.compactMap(\.objectValue)
+    }
+
+    /// A 200 bulk answer storing every item (201) at seq 1, 2, ….
+    static func storeAll(_ request: HTTPRequest) -> Result<HTTPResponse, TransportError> {
+        let rows = items(request).enumerated().map { index, item in
+            #"{"id": "\#(item["id"]?.stringValue ?? "")", "status": 201, "seq": \#(index + 1)}"#
+        }
+        return json(200, #"{"results": [\#(rows.joined(separator: ", "))]}"#)
+    }
+}
+
+/// Records the client's waits instead of sleeping.
+final class Waits: @unchecked Sendable {
+    private(set) var seconds: [Double] = []
+    func record(_ s: Double) { seconds.append(s) }
+}
+
+func client(_ server: FakeServer, device: String? = "phone-1", waits: Waits = Waits(), attempts: Int = 5) -> MockCloudClient {
+    MockCloudClient(
+        configuration: ClientConfiguration(
+            userKey: UserKey("u1")!, deviceID: device.flatMap(DeviceID.init),
+            retry: RetryPolicy(maxAttempts: attempts, initialDelay: 0.1, maxDelay: 1, maxRetryAfter: 60),
+            sleep: { waits.record($0) }),
+        transport: server)
+}
+
+func body(_ text: String) -> JSONText { try! JSONText(validating: text) }
+func id(_ text: String) -> MessageID { MessageID(text)! }
+
+func envelope(_ id: String, version: Int, seq: Int) -> String {
+    #"{"id": "\#(id)", "version": \#(version), "seq": \#(seq), "source": null, "serverReceivedAt": "20260101T000000.000000Z", "body": {"v": \#(version)}}"#
+}
+
+func page(_ messages: [String], deleted: [(String, Int)] = [], anchor: String, hasMore: Bool) -> String {
+    let gone = deleted.map { #"{"id": "\#($0.0)", "seq": \#($0.1)}"# }
+    return #"{"messages": [\#(messages.joined(separator: ", "))], "deleted": [\#(gone.joined(separator: ", "))], "anchor": "\#(anchor)", "hasMore": \#(hasMore)}"#
+}
