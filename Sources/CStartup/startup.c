@@ -8,9 +8,10 @@
 // mockcloud_probe_cpu_for_crypto() runs the real probe (which also honours
 // OPENSSL_ia32cap) when a large input makes the faster code worth it.
 //
-// Without the wrap (debug builds and mockcloud-admin, where libcrypto is a
-// shared library that probes when it loads) __real_OPENSSL_cpuid_setup is
-// absent and the probe does nothing. Tests/acceptance/cases/build.sh checks
+// Without the wrap (debug builds, where libcrypto is a shared library that
+// probes when it loads) __real_OPENSSL_cpuid_setup is absent and the probe
+// does nothing; every static release program, mockcloud-admin too, is
+// wrapped. Tests/acceptance/cases/build.sh checks
 // that the static programs keep the real probe. The programs are single-
 // threaded, so the flag needs no atomics.
 

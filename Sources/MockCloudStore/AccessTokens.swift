@@ -3,15 +3,15 @@ import MockCloudSystem
 /// Optional bearer tokens (`MOCKCLOUD_TOKENS`): a file of SHA-256 hashes of
 /// the tokens, one `sha256:<64 hex> [label] [keys=KEY,KEY...]` a line, made
 /// by `mockcloud-admin token`. A token with `keys=` may use only those
-/// `X-User-Key`s; one without (every line written before scopes existed)
+/// user keys; one without (every line written before scopes existed)
 /// may use every key. The tokens themselves are never stored. A
 /// presented token is hashed and compared with every stored hash in
 /// constant time (`CRYPTO_memcmp`), and never logged.
 ///
 /// A class, not a struct: `ServiceConfig` holds an optional one, and a nil
 /// class reference is a null pointer, while an optional struct costs every
-/// CGI process Optional's run-time metadata (commit d6e5fcd: part of a
-/// signed GET's 363k -> 263k instructions).
+/// CGI process Optional's run-time metadata (about 100k instructions of a
+/// signed GET when it was a struct).
 package final class AccessTokens: Sendable {
     /// One stored token: the SHA-256 of the token, and the user keys it
     /// may use (`nil`: every key).

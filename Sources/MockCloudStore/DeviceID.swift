@@ -1,6 +1,6 @@
 import MockCloudSystem
 
-/// A device id from `X-Device-Id` or `exclude-source`: the user-key shape.
+/// A device's id, the writer a message names as its `source`: the user-key shape.
 package struct DeviceID: Sendable, Hashable {
     package let rawValue: String
 

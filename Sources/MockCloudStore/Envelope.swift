@@ -7,7 +7,7 @@ package struct Envelope: Sendable, Equatable {
     package var id: MessageID
     package var version: Int64
     package var seq: Int64
-    /// The `X-Device-Id` that wrote it, if any.
+    /// The device that wrote it, if it named itself.
     package var source: String?
     package var serverReceivedAt: String
     /// The client's JSON object, kept intact; `nil` for a tombstone.

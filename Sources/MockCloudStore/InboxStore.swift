@@ -62,11 +62,11 @@ package struct InboxStore: Sendable {
         return envelope
     }
 
-    /// How a PUT ended.
+    /// How the write of one message ended.
     package enum PutOutcome: Equatable {
-        /// No message had this id (or only a tombstone): 201.
+        /// No message had this id (or only a tombstone): a new one.
         case created(Envelope)
-        /// A lower version, or the same version with another body: 200, new seq.
+        /// A higher version, or the same version with another body: a new seq.
         case replaced(Envelope)
         /// The same version and body: a retry, nothing written.
         case unchanged(Envelope)

@@ -1,5 +1,5 @@
 /// Why a private file (the HMAC key file, the token file) cannot be used.
-/// Every request then fails with a 500; the server log and the admin tool
+/// Every request then fails; the server log and the admin tool
 /// name the problem (`detail`), clients learn only that the server is
 /// misconfigured. No message ever contains a secret.
 package enum KeyFileError: Error, Equatable, CustomStringConvertible {

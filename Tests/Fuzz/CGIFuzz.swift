@@ -131,7 +131,7 @@ private func touchRequestFields(_ request: CGIRequest) {
 }
 
 /// Runs `body` with a pipe holding `bytes` (then end of file) as stdin.
-private func withStdin<T>(_ bytes: [UInt8], _ body: (Int32) -> T) -> T {
+private func withStdin<T>(_ bytes: [UInt8], _ body: (FileDescriptor) -> T) -> T {
     var fds: [Int32] = [-1, -1]
     require(pipe(&fds) == 0, "pipe: errno \(errno)")
     // A pipe holds 64 KiB; the fuzzer's inputs are far smaller.
@@ -149,7 +149,7 @@ private func withStdin<T>(_ bytes: [UInt8], _ body: (Int32) -> T) -> T {
         dup2(null, 2)
         close(null)
     }
-    let result = body(fds[0])
+    let result = body(FileDescriptor(rawValue: fds[0]))
     if quiet {
         dup2(savedStderr, 2)
         close(savedStderr)

@@ -3,7 +3,7 @@ import MockCloudJSON
 @testable import MockCloudStore
 import Testing
 
-// POST /inbox:bulk (issue 13) through `InboxRoute`, and the anchor an empty
+// POST /inbox:bulk through `InboxRoute`, and the anchor an empty
 // inbox hands out, on `InboxSandbox`.
 
 extension InboxSandbox {
