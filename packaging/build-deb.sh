@@ -58,14 +58,6 @@ chmod 0644 "$ROOT/usr/share/man/man8/mockcloud-admin.8.gz"
 # Control files.
 install -m 0755 "$DEB/postinst" "$DEB/postrm" "$ROOT/DEBIAN/"
 install -m 0644 "$DEB/conffiles" "$ROOT/DEBIAN/conffiles"
-size="$(du -sk --exclude=DEBIAN "$ROOT" | cut -f1)"
-sed -e "s/@VERSION@/$VERSION/" -e "s/@SIZE@/$size/" "$DEB/control.in" >"$ROOT/DEBIAN/control"
-(cd "$ROOT" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
-    xargs -0 md5sum | grep -v ' etc/' >DEBIAN/md5sums)
-chmod 0644 "$ROOT/DEBIAN/md5sums"
-
-DIST="${MOCKCLOUD_DIST:-$REPO/dist}"
-mkdir -p "$DIST"
-out="$DIST/mockcloud_${VERSION}_amd64.deb"
-dpkg-deb --root-owner-group -Zxz --build "$ROOT" "$out" >/dev/null
-printf "%s (%s KiB)\n" "${out#"$REPO"/}" "$(($(stat -c %s "$out") / 1024))"
+# Conffiles under etc/ are dpkg's to checksum, not md5sums'.
+source "$REPO/packaging/deb-finish.sh"
+finish_deb "$ROOT" "$DEB/control.in" mockcloud ' etc/'

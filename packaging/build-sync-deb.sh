@@ -31,13 +31,5 @@ install -m 0644 "$REPO/packaging/debian/copyright" "$ROOT/usr/share/doc/mockclou
     printf ' -- MockCloud maintainers <mockcloud@example.org>  %s\n' \
         "$(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || date +%s)}")"
 } | gzip -9n >"$ROOT/usr/share/doc/mockcloud-sync/changelog.gz"
-size="$(du -sk --exclude=DEBIAN "$ROOT" | cut -f1)"
-sed -e "s/@VERSION@/$VERSION/" -e "s/@SIZE@/$size/" "$REPO/packaging/sync/control.in" >"$ROOT/DEBIAN/control"
-(cd "$ROOT" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum >DEBIAN/md5sums)
-chmod 0644 "$ROOT/DEBIAN/md5sums"
-
-DIST="${MOCKCLOUD_DIST:-$REPO/dist}"
-mkdir -p "$DIST"
-out="$DIST/mockcloud-sync_${VERSION}_amd64.deb"
-dpkg-deb --root-owner-group -Zxz --build "$ROOT" "$out" >/dev/null
-printf "%s (%s KiB)\n" "${out#"$REPO"/}" "$(($(stat -c %s "$out") / 1024))"
+source "$REPO/packaging/deb-finish.sh"
+finish_deb "$ROOT" "$REPO/packaging/sync/control.in" mockcloud-sync
