@@ -14,9 +14,12 @@ serve: deps install
 test: deps install
 	@Tests/run-all.sh
 
-## nginx, fcgiwrap and libssl-dev, installed with apt-get when missing.
+## What a target needs, installed with apt-get when missing: one group of
+## packaging/deps.sh (serve's for `make serve`, test's for the rest).
+DEPS = test
+serve: DEPS = serve
 deps:
-	@nginx/mockcloud-nginx.sh deps
+	@packaging/deps.sh $(DEPS)
 
 ## SwiftPM builds a target that imports an undeclared module when that module
 ## happens to be built anyway; this check makes such an import (a lower layer
@@ -51,7 +54,7 @@ acceptance: install
 ## process starts; PEER=path/to/python_mock_cloud.py adds the Python peer.
 ## Tables to stdout, Benchmarks/results/latest.md and README's Performance.
 bench:
-	@nginx/mockcloud-nginx.sh deps bench
+	@packaging/deps.sh bench
 	@$(MAKE) --no-print-directory install
 	@python3 Benchmarks/bench.py $(if $(PEER),--peer '$(PEER)') $(BENCH_ARGS)
 
@@ -60,7 +63,7 @@ bench:
 ## then the programs relinked with it (see `build`).
 .PHONY: symbol-order
 symbol-order: install
-	@nginx/mockcloud-nginx.sh deps bench
+	@packaging/deps.sh bench
 	@Benchmarks/symbol-order.sh
 	@$(MAKE) --no-print-directory install
 
@@ -90,7 +93,7 @@ flood: deps install
 ## own; TESTSSL_TARGET=host:port audits a running one); docs/RELIABILITY.md.
 .PHONY: testssl
 testssl: install
-	@nginx/mockcloud-nginx.sh deps testssl
+	@packaging/deps.sh serve testssl
 	@Tests/stress/testssl.sh
 
 clean:
@@ -137,7 +140,7 @@ fuzz-api: deps install
 ## client-lan{,-tmpfs}.md (README's figures are copied by hand). Needs root.
 .PHONY: bench-client
 bench-client: install
-	@nginx/mockcloud-nginx.sh deps
+	@packaging/deps.sh serve
 	@python3 Benchmarks/lan/bench_client.py
 	@python3 Benchmarks/lan/bench_client.py --tmpfs
 
@@ -146,10 +149,7 @@ bench-client: install
 ## user-space relay where the kernel has neither); 5 scenarios timed by an
 ## httpx/requests client; the table goes to stdout and README's Performance.
 ## Needs root (network namespaces). PEER=… adds the Python peer to scenario 5.
-BENCH_LAN_VENV := .build/bench-lan-venv
 .PHONY: bench-lan
 bench-lan: install
-	@nginx/mockcloud-nginx.sh deps
-	@[[ -x $(BENCH_LAN_VENV)/bin/python ]] && $(BENCH_LAN_VENV)/bin/python -c 'import httpx, h2, requests' 2>/dev/null || \
-	    { python3 -m venv $(BENCH_LAN_VENV) && $(BENCH_LAN_VENV)/bin/pip install -q 'httpx[http2]' requests; }
-	@python3 Benchmarks/lan/bench_lan.py --venv $(BENCH_LAN_VENV) $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)
+	@packaging/deps.sh serve lan
+	@python3 Benchmarks/lan/bench_lan.py --venv .build/bench-lan-venv $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MockCloud launcher: nginx (TLS, limits, routing) + fcgiwrap + cgi-bin/*.
 #
-#   mockcloud-nginx.sh deps [bench|testssl]  install what is missing (apt-get, as root)
+#   mockcloud-nginx.sh deps [bench|testssl]  install what is missing (packaging/deps.sh; as root)
 #   mockcloud-nginx.sh serve         run in the foreground until Ctrl-C / SIGTERM
 #   mockcloud-nginx.sh start         start in the background, return once ready
 #   mockcloud-nginx.sh stop          stop what `start` recorded in the run dir
@@ -43,99 +43,11 @@ die() { warn "$*"; exit 1; }
 
 # ---------------------------------------------------------------- deps
 
-# apt packages this project needs, for what is missing on this machine.
-missing_packages() {
-    local bench="$1" pkgs=()
-    [[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null || pkgs+=(nginx)
-    [[ -x /usr/sbin/fcgiwrap ]] || command -v fcgiwrap >/dev/null || pkgs+=(fcgiwrap)
-    [[ -f /usr/include/openssl/hmac.h ]] || dpkg -s libssl-dev >/dev/null 2>&1 || pkgs+=(libssl-dev)
-    command -v openssl >/dev/null || pkgs+=(openssl)
-    # mockcloud-sync and MockCloudClient talk HTTPS through libcurl (its
-    # OpenSSL flavour): CURLOPT_CAINFO takes the box's CA (Sources/CCurl).
-    [[ -f /usr/include/x86_64-linux-gnu/curl/curl.h || -f /usr/include/curl/curl.h ]] ||
-        dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || pkgs+=(libcurl4-openssl-dev)
-    command -v curl >/dev/null || pkgs+=(curl)
-    # The acceptance tests check JSON and pick free ports with it, and read
-    # the installed programs with readelf and nm.
-    command -v python3 >/dev/null || pkgs+=(python3)
-    { command -v readelf >/dev/null && command -v nm >/dev/null; } || pkgs+=(binutils)
-    # Tests/budget/instructions.sh counts a request's instructions with
-    # callgrind; Benchmarks/symbol-order.sh profiles the programs with it.
-    command -v valgrind >/dev/null || pkgs+=(valgrind)
-    if [[ "$bench" == bench ]]; then
-        command -v wrk >/dev/null || pkgs+=(wrk)
-        command -v hyperfine >/dev/null || pkgs+=(hyperfine)
-    fi
-    # `make testssl` audits the TLS policy with Debian's testssl.sh.
-    if [[ "$bench" == testssl ]]; then
-        command -v testssl >/dev/null || pkgs+=(testssl.sh)
-    fi
-    printf '%s\n' "${pkgs[@]}"
-}
-
+# What serving needs (and with bench or testssl, what those need), from the
+# one place that installs anything: packaging/deps.sh.
 cmd_deps() {
-    local bench="${1:-}"
-    [[ -z "$bench" || "$bench" == bench || "$bench" == testssl ]] || die "usage: $PROG deps [bench|testssl]"
-    local pkgs
-    mapfile -t pkgs < <(missing_packages "$bench" | sed '/^$/d')
-    ((${#pkgs[@]} > 0)) || return 0
-
-    if [[ "$(id -u)" != 0 ]]; then
-        warn "missing: ${pkgs[*]}. As root, run:"
-        say "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${pkgs[*]/#nginx/nginx-light}" >&2
-        exit 1
-    fi
-    command -v apt-get >/dev/null || die "missing: ${pkgs[*]}, and no apt-get here: install them by hand"
-
-    say "$PROG: installing ${pkgs[*]}" >&2
-    apt-get update
-    # nginx-light where the archive still has it (it pulls in the same nginx).
-    local i
-    for i in "${!pkgs[@]}"; do
-        if [[ "${pkgs[$i]}" == nginx ]] && apt-cache show nginx-light >/dev/null 2>&1; then
-            pkgs[$i]=nginx-light
-        fi
-    done
-
-    # Packages must not start a system nginx on :80 or a system fcgiwrap:
-    # policy-rc.d (honoured by invoke-rc.d and deb-systemd-invoke) forbids it
-    # while we install, when no policy is in place already.
-    local policy=/usr/sbin/policy-rc.d made_policy=""
-    local had_pid=""
-    [[ -e /run/nginx.pid ]] && had_pid=yes
-    if [[ ! -e "$policy" ]]; then
-        printf '#!/bin/sh\nexit 101\n' >"$policy"
-        chmod 0755 "$policy"
-        made_policy=yes
-        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-    fi
-    local rc=0
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${pkgs[@]}" || rc=$?
-    if [[ -n "$made_policy" ]]; then
-        rm -f "$policy"
-        trap - EXIT
-    fi
-    ((rc == 0)) || die "apt-get install failed (exit $rc)"
-
-    # Where systemd runs, keep the packages' units from starting at boot.
-    if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
-        local units=()
-        [[ " ${pkgs[*]} " == *" nginx"* ]] && units+=(nginx.service)
-        [[ " ${pkgs[*]} " == *" fcgiwrap "* ]] && units+=(fcgiwrap.service fcgiwrap.socket)
-        ((${#units[@]} == 0)) || systemctl disable --now "${units[@]}" || true
-    fi
-    # A system nginx that started anyway (no policy honoured): stop it by PID.
-    if [[ -z "$had_pid" && -s /run/nginx.pid ]]; then
-        local pid
-        pid="$(cat /run/nginx.pid)"
-        if is_process "$pid" nginx; then
-            warn "stopping the system nginx the package started (pid $pid)"
-            stop_pid_tree "$pid" nginx
-        fi
-    fi
-    local left
-    left="$(missing_packages "$bench" | sed '/^$/d' | tr '\n' ' ')"
-    [[ -z "$left" ]] || die "still missing after apt-get: $left"
+    [[ "${1:-}" == "" || "${1:-}" == bench || "${1:-}" == testssl ]] || die "usage: $PROG deps [bench|testssl]"
+    exec "$REPO_DIR/packaging/deps.sh" serve ${1:+"$1"}
 }
 
 # ---------------------------------------------------------------- processes

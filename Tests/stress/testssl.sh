@@ -12,7 +12,7 @@ WORK="$(mktemp -d /tmp/mct.XXXXXX)"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'stop_stacks; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
-command -v testssl >/dev/null || { echo "testssl is missing: nginx/mockcloud-nginx.sh deps testssl (as root)"; exit 1; }
+command -v testssl >/dev/null || { echo "testssl is missing: packaging/deps.sh testssl (as root)"; exit 1; }
 target="${TESTSSL_TARGET:-}"
 if [[ -z "$target" ]]; then
     start_stack testssl "$WORK/data" || exit 1
