@@ -22,8 +22,8 @@
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=cases.sh
-source "$HERE/cases.sh"
+# shellcheck source=../support/cases.sh
+source "$HERE/../support/cases.sh"
 
 # Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
 WORK="$(mktemp -d /tmp/mca.XXXXXX)"
@@ -46,7 +46,7 @@ trap 'exit 130' INT TERM
 STATUS=""
 
 # expect STATUS METHOD PATH [curl options]: one HTTPS request to the stack
-# (`send`, in cases.sh), and the checks every answer gets.
+# (`send`, in Tests/support/cases.sh), and the checks every answer gets.
 expect() {
     local want="$1" method="$2" path="$3"
     shift 3
@@ -212,7 +212,7 @@ sys.stdout.write(head + "x" * (size - len(head) - len(tail)) + tail)' "$1" >"$2"
 # ---------------------------------------------------------------- run
 
 command -v curl >/dev/null && command -v python3 >/dev/null && command -v openssl >/dev/null || {
-    echo "curl, python3 and openssl are needed: nginx/mockcloud-nginx.sh deps"
+    echo "curl, python3 and openssl are needed: packaging/deps.sh test"
     echo "0 passed, 1 failed"
     exit 1
 }
@@ -231,8 +231,7 @@ if [[ -n "${MOCKCLOUD_TEST_BASE:-}" ]]; then
         source "$file"
         finish_case
     done
-    printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
-    ((FAILED == 0))
+    summary
     exit
 fi
 if ! start_stack main; then
@@ -250,6 +249,4 @@ for file in "${files[@]}"; do
     source "$file"
     finish_case
 done
-
-printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
-((FAILED == 0))
+summary

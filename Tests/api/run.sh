@@ -19,18 +19,16 @@
 #    those are checked; otherwise the acceptance cases run here first.
 #
 # Python packages come from PyPI into .build/venv (pinned in
-# requirements.txt), made on first use. Prints `N passed, M failed` last.
+# requirements.txt; `packaging/deps.sh api` makes it on first use). The
+# stack is the harness's (Tests/support/stack.sh). Prints `N passed, M
+# failed` last.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=../support/cases.sh
+source "$HERE/../support/cases.sh"
 DOC="$REPO/docs/openapi.yaml"
 VENV="$REPO/.build/venv"
-LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
-export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
-unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
-    MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_TOKENS \
-    MOCKCLOUD_INBOX_MAX_MESSAGES MOCKCLOUD_INBOX_TOMBSTONE_HORIZON MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS
 
 MODE="${1:-check}"
 FUZZ_SECONDS="${2:-1800}"
@@ -47,51 +45,18 @@ MAX_EXAMPLES=100
 # positive_data_acceptance takes, and why.
 CHECKS=all
 
-PASSED=0
-FAILED=0
-pass() { PASSED=$((PASSED + 1)); printf 'ok    %s\n' "$1"; }
-fail() { FAILED=$((FAILED + 1)); printf 'FAIL  %s\n' "$1"; }
-finish() {
-    printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
-    ((FAILED == 0))
-    exit
-}
+# pass WHAT / fail WHAT: one check, its output above it.
+pass() { verdict ok "$1"; }
+fail() { verdict FAIL "$1"; }
+finish() { summary; exit; }
 
 # Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
 WORK="$(mktemp -d /tmp/mcapi.XXXXXX)"
-# As root the stack serves as the mockcloud user, who must reach it inside.
-chmod 0711 "$WORK"
-STACK_RUN=""
-cleanup() {
-    [[ -z "$STACK_RUN" ]] || MOCKCLOUD_RUN="$STACK_RUN" "$LAUNCHER" stop >/dev/null ||
-        echo "could not stop the stack in $STACK_RUN" >&2
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap 'stop_stacks; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
-# ---------------------------------------------------------------- the venv
-
-make_venv() {
-    local stamp="$VENV/.requirements"
-    if [[ -x "$VENV/bin/st" ]] && cmp -s "$HERE/requirements.txt" "$stamp"; then return 0; fi
-    echo "== making $VENV (schemathesis, openapi-spec-validator from PyPI)"
-    rm -rf "$VENV"
-    # Debian's python3 makes virtual environments only with python3-venv.
-    if ! python3 -c 'import ensurepip' 2>/dev/null; then
-        if ((EUID == 0)) && command -v apt-get >/dev/null; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null || return 1
-        else
-            echo "python3 cannot make a virtual environment: apt-get install python3-venv (as root)"
-            return 1
-        fi
-    fi
-    python3 -m venv "$VENV" &&
-        "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" &&
-        cp "$HERE/requirements.txt" "$stamp"
-}
-if ! make_venv; then
-    fail "the Python packages for the API tests install (python3 -m venv, pip from PyPI)"
+if ! "$REPO/packaging/deps.sh" api; then
+    fail "the Python packages for the API tests install (packaging/deps.sh api: python3 -m venv, pip from PyPI)"
     finish
 fi
 
@@ -120,16 +85,10 @@ if [[ "$MODE" == fuzz ]]; then
     cp -r "$MOCKCLOUD_CGI_BIN" "$WORK/cgi-bin"
     export MOCKCLOUD_CGI_BIN="$WORK/cgi-bin"
 fi
-PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-BASE="https://127.0.0.1:$PORT"
-STACK_RUN="$WORK/run"
 # The per-address cap at its default, as served: schemathesis (one worker)
 # waits for each answer, so it never has two requests in progress.
-if ! MOCKCLOUD_RUN="$STACK_RUN" MOCKCLOUD_DATA="$WORK/data" MOCKCLOUD_PORT="$PORT" \
-    "$LAUNCHER" start >"$WORK/start.log" 2>&1; then
-    sed 's/^/        /' "$WORK/start.log"
-    STACK_RUN=""
-    fail "a stack for schemathesis starts (nginx/mockcloud-nginx.sh start)"
+if ! start_stack run; then
+    fail "a stack for schemathesis starts (Tests/support/stack.sh)"
     finish
 fi
 
@@ -189,13 +148,13 @@ else
         fail "$links"
     fi
 fi
-requests="$(wc -l <"$STACK_RUN/logs/access.log")"
-echo "nginx logged $requests requests; by status: $(awk '{print $9}' "$STACK_RUN/logs/access.log" |
+requests="$(wc -l <"$RUN/logs/access.log")"
+echo "nginx logged $requests requests; by status: $(awk '{print $9}' "$RUN/logs/access.log" |
     sort | uniq -c | sort -rn | awk '{printf "%s %s, ", $2, $1}' | sed 's/, $//')"
 if [[ "$MODE" == fuzz ]]; then
     mkdir -p "$REPO/.build/api-fuzz"
     cp -r "$WORK/report" "$WORK/st.log" "$REPO/.build/api-fuzz/" 2>/dev/null
-    cp "$STACK_RUN/logs/error.log" "$REPO/.build/api-fuzz/nginx-error.log" 2>/dev/null
+    cp "$RUN/logs/error.log" "$REPO/.build/api-fuzz/nginx-error.log" 2>/dev/null
     echo "schemathesis report and log: .build/api-fuzz/"
     finish
 fi

@@ -8,7 +8,7 @@
 # real thing in a clean Debian root.
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-source "$REPO/Tests/acceptance/cases.sh"
+source "$REPO/Tests/support/cases.sh"
 WORK="$(mktemp -d /tmp/mcp.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 VERSION="$(tr -d '[:space:]' <"$REPO/VERSION")"
@@ -98,6 +98,4 @@ ln -s /etc/nginx/sites-available/mockcloud "$ROOTDIR/etc/nginx/sites-enabled/moc
 [[ ! -L "$ROOTDIR/etc/nginx/sites-enabled/mockcloud" ]] || fail "purge left the enabled site"
 "$ROOTDIR/DEBIAN/postrm" purge >/dev/null 2>&1 || fail "a second purge failed"
 
-finish_case
-printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
-((FAILED == 0))
+summary

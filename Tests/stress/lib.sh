@@ -1,17 +1,11 @@
-# Shell helpers of the stress scripts (sourced): cases and stacks (through
-# ../acceptance/cases.sh and the harness in Tests/support/stack.sh), HTTPS
-# requests to a stack with curl -k. Set WORK before sourcing; it holds
-# everything.
+# Shell helpers of the stress scripts (sourced): cases, stacks and HTTPS
+# requests from the harness (Tests/support/cases.sh), and the checks the
+# stress scripts make of an answer and a data directory. Set WORK before
+# sourcing; it holds everything.
 
 STRESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=../acceptance/cases.sh
-source "$STRESS_DIR/../acceptance/cases.sh"
-
-summary() {
-    finish_case
-    printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
-    ((FAILED == 0))
-}
+# shellcheck source=../support/cases.sh
+source "$STRESS_DIR/../support/cases.sh"
 
 # req METHOD PATH [curl options]: one HTTPS request (`send`, in cases.sh);
 # STATUS, $WORK/body, $WORK/headers describe the answer.

@@ -7,14 +7,15 @@
 # does: start_stack makes WORK 0711 so that this user can reach the
 # directories inside it (enter, not list).
 #
-# Sourced (the acceptance and stress scripts; set WORK first):
-#   start_stack NAME [VAR=value ...]   run dir $WORK/NAME, data $WORK/NAME-data
-#                                      (a MOCKCLOUD_DATA=... among the VARs wins);
+# Sourced (through cases.sh, by the shell suites; set WORK first):
+#   start_stack NAME [VAR=value ...]   run dir $WORK/NAME, data $WORK/NAME-data,
+#                                      a free port on 127.0.0.1 (MOCKCLOUD_DATA,
+#                                      _PORT or _HOST among the VARs win);
 #                                      sets STACK, PORT, BASE, RUN and DATA
 #   stop_stacks                        stops every stack started so far
 #   own_secrets FILE...                key and token files made readable to
 #                                      the stacks' user, as README says
-# Run (Tests/support/stack.py does, for Python):
+# Run (Tests/support/stack.py does, for the Python suites and the benchmarks):
 #   stack.sh start WORK NAME [VAR=value ...]   prints PORT, RUN and DATA, a line each
 #   stack.sh stop RUN
 
@@ -34,16 +35,20 @@ free_port() {
 }
 
 start_stack() {
-    local name="$1" port data setting
+    local name="$1" port="" host=127.0.0.1 data setting
     shift
     data="$WORK/$name-data"
     for setting in "$@"; do
-        [[ "$setting" != MOCKCLOUD_DATA=* ]] || data="${setting#MOCKCLOUD_DATA=}"
+        case "$setting" in
+            MOCKCLOUD_DATA=*) data="${setting#*=}" ;;
+            MOCKCLOUD_PORT=*) port="${setting#*=}" ;;
+            MOCKCLOUD_HOST=*) host="${setting#*=}" ;;
+        esac
     done
-    port="$(free_port)"
+    [[ -n "$port" ]] || port="$(free_port)"
     chmod 0711 "$WORK"
     STACK_RUNS+=("$WORK/$name")
-    if ! env "MOCKCLOUD_RUN=$WORK/$name" "MOCKCLOUD_DATA=$data" "MOCKCLOUD_PORT=$port" "$@" \
+    if ! env "MOCKCLOUD_RUN=$WORK/$name" "MOCKCLOUD_DATA=$data" "MOCKCLOUD_PORT=$port" "MOCKCLOUD_HOST=$host" "$@" \
         "$LAUNCHER" start >"$WORK/$name-start.log" 2>&1; then
         printf 'could not start the %s stack:\n' "$name"
         sed 's/^/    /' "$WORK/$name-start.log"
@@ -51,7 +56,7 @@ start_stack() {
     fi
     STACK="$name"
     PORT="$port"
-    BASE="https://127.0.0.1:$port"
+    BASE="https://$host:$port"
     RUN="$WORK/$name"
     DATA="$data"
 }
@@ -88,7 +93,7 @@ if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
             stop_stacks
             ;;
         *)
-            sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+            sed -n '10,20s/^# \{0,1\}//p' "$0" >&2
             exit 2
             ;;
     esac

@@ -5,7 +5,7 @@
 # an unrelated nginx, both running as root; each is stopped by PID.
 
 # The processes below fcgiwrap (its preforked children) and below an nginx
-# master (its workers): `below`, in cases.sh.
+# master (its workers): `below`, in Tests/support/cases.sh.
 fcgiwrap_bin="$(PATH="$PATH:/usr/sbin" command -v fcgiwrap || echo /usr/sbin/fcgiwrap)"
 
 # start_fcgiwrap SOCKET [setpriv options]: fcgiwrap on SOCKET (as root, or

@@ -1,12 +1,12 @@
-# The setup and case helpers shared by the acceptance runner and the stress
-# scripts (sourced): stacks from the harness (Tests/support/stack.sh: REPO,
-# LAUNCHER, free_port, start_stack, stop_stacks), one HTTPS request (send)
-# and the checks every answer gets (answer_shape, last_header), and cases: a
-# case starts with `it "what it proves"`, collects `fail` lines, and counts
-# as passed when it has none.
+# What the shell suites share (sourced: acceptance, api, stress, package):
+# stacks (stack.sh beside it: REPO, LAUNCHER, free_port, start_stack,
+# stop_stacks), one HTTPS request (send) and the checks every answer gets
+# (answer_shape, last_header), and cases: a case starts with `it "what it
+# proves"`, collects `fail` lines, and counts as passed when it has none;
+# `summary` prints `N passed, M failed` last, as Tests/run-all.sh counts.
 
-# shellcheck source=../support/stack.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../support/stack.sh"
+# shellcheck source=stack.sh
+source "$(dirname "${BASH_SOURCE[0]}")/stack.sh"
 
 # The real interpreter first on PATH: a version manager's python3 shim costs
 # ~0.2 s a call, and the checks call python3 a few hundred times.
@@ -99,13 +99,21 @@ fail() {
 
 finish_case() {
     [[ -n "$CASE_NAME" ]] || return 0
-    if ((${#CASE_FAILURES[@]} == 0)); then
-        PASSED=$((PASSED + 1))
-        printf 'ok    %s\n' "$CASE_NAME"
-    else
-        FAILED=$((FAILED + 1))
-        printf 'FAIL  %s\n' "$CASE_NAME"
-        printf '        %s\n' "${CASE_FAILURES[@]}"
-    fi
+    if ((${#CASE_FAILURES[@]} == 0)); then verdict ok "$CASE_NAME"; else verdict FAIL "$CASE_NAME" "${CASE_FAILURES[@]}"; fi
     CASE_NAME=""
+}
+
+# verdict ok|FAIL NAME [LINE...]: counts and prints one check, a failure's
+# lines below it.
+verdict() {
+    if [[ "$1" == ok ]]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+    printf '%-6s%s\n' "$1" "$2"
+    (($# < 3)) || printf '        %s\n' "${@:3}"
+}
+
+# The last line of a suite; its exit status says whether anything failed.
+summary() {
+    finish_case
+    printf '%s passed, %s failed\n' "$PASSED" "$FAILED"
+    ((FAILED == 0))
 }
