@@ -18,10 +18,12 @@ import argparse
 import http.client
 import json
 import os
-import ssl
 import sys
 import time
-import urllib.parse
+
+sys.dont_write_bytecode = True      # no __pycache__ in the repository
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import suite  # noqa: E402
 
 REQUESTS = [
     ("GET", "/inbox", None, 200),
@@ -45,11 +47,7 @@ def main():
     ap.add_argument("--reads-only", action="store_true")
     args = ap.parse_args()
     kinds = [r for r in REQUESTS if r[0] == "GET"] if args.reads_only else REQUESTS
-    url = urllib.parse.urlsplit(args.base)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    connection = http.client.HTTPSConnection(url.hostname, url.port, context=context, timeout=30)
+    connection = suite.connect(args.base)
     before = file_count(args.data) if args.data else None
     run = "%x" % int(time.time() * 1000)
     started = time.monotonic()

@@ -14,7 +14,7 @@ Through the stack at BASE (whose data directory is DATA_DIR):
   - plain PUTs: --writers threads PUT documents of 1 KB to 300 KB to one key
     while readers GET it; every answer is one whole document that a writer
     sent, and the file is whole JSON in the Python layout;
-  - the inbox: Tests/acceptance/feed_race.py with --writers writers and an
+  - the inbox: Tests/support/feed_race.py with --writers writers and an
     anchored reader: nothing missed, nothing twice, seq order intact;
   - per-key locks: with a key's lock file held (flock, from this process),
     requests on other keys finish at once and writes on the held key (and
@@ -383,7 +383,7 @@ def main():
     started = time.monotonic()
     settings_checks(checks, client, args, deadline, "nginx", args.data)
 
-    feed = subprocess.run([sys.executable, os.path.join(stresslib.REPO, "Tests", "acceptance", "feed_race.py"),
+    feed = subprocess.run([sys.executable, os.path.join(stresslib.REPO, "Tests", "support", "feed_race.py"),
                            args.base, "--writers", str(args.writers), "--ops", str(args.feed_ops),
                            "--seconds", str(max(10, min(120, deadline - time.monotonic())))],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180)

@@ -24,7 +24,7 @@ port="${BASE##*:}"
 
 for kinds in header,body body header tcp; do
     it "while 127.0.0.1 holds $connections stalled connections ($kinds), $requests of $requests GETs from 127.0.0.2 answer 200"
-    python3 "$STRESS_DIR/../acceptance/flood.py" "$port" --connections "$connections" --requests "$requests" \
+    python3 "$SUPPORT_DIR/flood.py" "$port" --connections "$connections" --requests "$requests" \
         --kinds "$kinds" | tee "$WORK/flood.json"
     ok="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["victim_ok"])' "$WORK/flood.json" 2>&1)"
     [[ "$ok" == "$requests" ]] || fail "$ok of $requests answered 200"

@@ -23,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 import formats  # noqa: E402
 import cgi_program  # noqa: E402
+import suite  # noqa: E402
 DEFAULT_CGI_BIN = os.environ.get("MOCKCLOUD_CGI_BIN") or os.path.join(REPO, "cgi-bin")
 
 # Clients may send numbers of any length; the checks must read them back.
@@ -31,14 +32,7 @@ if hasattr(sys, "set_int_max_str_digits"):
 
 # ---------------------------------------------------------------- TLS
 
-def tls_context():
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-TLS = tls_context()
+TLS = suite.TLS
 
 
 def host_port(base):

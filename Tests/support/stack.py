@@ -1,7 +1,7 @@
-"""A MockCloud stack for Python callers (Benchmarks/bench.py), started and
-stopped by the shell harness Tests/support/stack.sh, the one that the
-acceptance and stress scripts source: same free port, same directories,
-same launcher.
+"""A MockCloud stack for Python callers (the stress scripts, the
+benchmarks), started and stopped by the shell harness Tests/support/stack.sh,
+the one the shell suites source: same free port, same directories, same
+launcher.
 
 Python 3 standard library only.
 """
@@ -25,11 +25,13 @@ def free_port():
 class Stack:
     """nginx + fcgiwrap + the programs in `cgi_bin` on a free 127.0.0.1
     port, run directory work/NAME, data work/NAME-data; `settings` are more
-    MOCKCLOUD_* variables for the launcher (MOCKCLOUD_DATA among them wins).
-    Nothing else of the caller's MOCKCLOUD_* environment reaches it."""
+    MOCKCLOUD_* variables for the launcher (MOCKCLOUD_DATA, _PORT and _HOST
+    among them win). Nothing else of the caller's MOCKCLOUD_* environment
+    reaches it. `prefix`: a command the harness runs under (`ip netns exec
+    NS` serves in a network namespace)."""
 
-    def __init__(self, work, name, cgi_bin=None, **settings):
-        self.work, self.name = work, name
+    def __init__(self, work, name, cgi_bin=None, prefix=(), **settings):
+        self.work, self.name, self.prefix = work, name, list(prefix)
         self.cgi_bin = cgi_bin or DEFAULT_CGI_BIN
         self.settings = dict(settings, MOCKCLOUD_CGI_BIN=self.cgi_bin)
         self.port = self.base = self.run = self.data = None
@@ -40,7 +42,7 @@ class Stack:
     def start(self):
         """Starts it, or raises RuntimeError with the launcher's words."""
         args = ["%s=%s" % item for item in sorted(self.settings.items())]
-        out = subprocess.run([STACK_SH, "start", self.work, self.name] + args, env=self._env(),
+        out = subprocess.run(self.prefix + [STACK_SH, "start", self.work, self.name] + args, env=self._env(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
         # Recorded before the check: a stack that half started is stopped too.
         self.run = os.path.join(self.work, self.name)
@@ -48,12 +50,12 @@ class Stack:
             raise RuntimeError(out.stderr.decode(errors="replace").rstrip())
         port, self.run, self.data = out.stdout.decode().splitlines()[-3:]
         self.port = int(port)
-        self.base = "https://127.0.0.1:%d" % self.port
+        self.base = "https://%s:%d" % (self.settings.get("MOCKCLOUD_HOST", "127.0.0.1"), self.port)
         return self
 
     def stop(self):
         if self.run:
-            subprocess.run([STACK_SH, "stop", self.run], env=self._env(), stdout=subprocess.DEVNULL,
+            subprocess.run(self.prefix + [STACK_SH, "stop", self.run], env=self._env(), stdout=subprocess.DEVNULL,
                            timeout=120)
             self.run = None
 

@@ -1,10 +1,27 @@
 """What a Python suite prints: `ok` / `FAIL` lines, then `N passed, M
 failed` last, as Tests/run-all.sh counts them (the shell suites' twin is
-`it`/`fail` in Tests/acceptance/cases.sh). STRESS_SHOW: problem lines shown
-per failed check (default 15). Also where a suite's clients connect from.
+`it`/`fail` in Tests/support/cases.sh). STRESS_SHOW: problem lines shown
+per failed check (default 15). Also how and where from a suite's clients
+(and the benchmarks') connect to a stack.
 """
+import http.client
 import itertools
 import os
+import ssl
+import urllib.parse
+
+# The stacks' certificates come from CAs of their own: not checked.
+TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+TLS.check_hostname = False
+TLS.verify_mode = ssl.CERT_NONE
+
+
+def connect(base, timeout=30, source=None):
+    """An HTTPS connection (http.client, keep-alive) to a stack's
+    https://host:port, from the loopback address `source` when given."""
+    url = urllib.parse.urlsplit(base)
+    return http.client.HTTPSConnection(url.hostname, url.port, context=TLS, timeout=timeout,
+                                       source_address=(source, 0) if source else None)
 
 _devices = itertools.count()
 

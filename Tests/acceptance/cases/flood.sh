@@ -2,14 +2,14 @@
 # 127.0.0.1 floods a stack of its own while 127.0.0.2, another address on
 # Linux loopback, keeps using it. Short and bounded: 300 stalled
 # connections, held while the other address sends 20 requests.
-# Tests/acceptance/flood.py is the tool; `make flood` is the big run
+# Tests/support/flood.py is the tool; `make flood` is the big run
 # (2,000 connections, 100 requests) whose figures are in docs/RELIABILITY.md.
 
 it "a stack of its own for the flood starts"
 start_stack flood || fail "the flood stack did not start"
 
 it "while 127.0.0.1 holds 300 stalled connections, all 20 GETs from 127.0.0.2 answer 200"
-python3 "$HERE/flood.py" "$PORT" --connections 300 --requests 20 >"$WORK/flood.json" 2>"$WORK/flood.err" ||
+python3 "$SUPPORT_DIR/flood.py" "$PORT" --connections 300 --requests 20 >"$WORK/flood.json" 2>"$WORK/flood.err" ||
     fail "flood.py failed: $(head -c 600 "$WORK/flood.json" "$WORK/flood.err")"
 out="$(python3 - "$WORK/flood.json" <<'PYTHON' 2>&1
 import json, sys

@@ -95,7 +95,7 @@ body_is '{"messages": [], "deleted": [], "anchor": "0.0.0", "hasMore": false}'
 expect 404 GET /inbox/p1 -H 'X-User-Key: ib-other'
 
 it "4 writers and a reader following anchors at once: nothing missed, nothing twice"
-if out="$(python3 "$HERE/feed_race.py" "$BASE" --writers 4 --ops 100 --seconds 120 2>&1)"; then
+if out="$(python3 "$SUPPORT_DIR/feed_race.py" "$BASE" --writers 4 --ops 100 --seconds 120 2>&1)"; then
     printf '      %s\n' "$(tail -1 <<<"$out")"
 else
     fail "feed_race.py: $out"

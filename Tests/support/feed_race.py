@@ -23,16 +23,13 @@ Bounded in count (writers x ops) and time (--seconds).
 import argparse
 import http.client
 import json
-import os
 import random
-import ssl
 import sys
 import threading
 import time
 import urllib.parse
 
 sys.dont_write_bytecode = True      # no __pycache__ in the repository
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import suite  # noqa: E402
 
 KEY = "race-%d" % int(time.time() * 1000)
@@ -40,12 +37,7 @@ KEY = "race-%d" % int(time.time() * 1000)
 
 class Client:
     def __init__(self, base):
-        url = urllib.parse.urlsplit(base)
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        self.connection = http.client.HTTPSConnection(url.hostname, url.port, context=context, timeout=30,
-                                                      source_address=(suite.device_address(), 0))
+        self.connection = suite.connect(base, source=suite.device_address())
 
     def request(self, method, path, body=None, headers=None):
         all_headers = {"X-User-Key": KEY}

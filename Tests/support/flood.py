@@ -33,21 +33,16 @@ import statistics
 import sys
 import time
 
+sys.dont_write_bytecode = True      # no __pycache__ in the repository
+import suite  # noqa: E402  (beside this file)
+
 HOST = "127.0.0.1"
-
-
-def tls_context():
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
 
 
 def victim_request(port, source, method, path, key, body=None):
     """One request on its own connection from `source`: (status, body, seconds)."""
     started = time.monotonic()
-    connection = http.client.HTTPSConnection(HOST, port, timeout=15, context=tls_context(),
-                                             source_address=(source, 0))
+    connection = suite.connect("https://%s:%d" % (HOST, port), timeout=15, source=source)
     try:
         headers = {"X-User-Key": key}
         if body is not None:
@@ -69,7 +64,7 @@ class Flood:
         self.source = source
         self.connections = connections
         self.hold = hold
-        self.context = tls_context()
+        self.context = suite.TLS
         self.outcomes = {kind: {} for kind in kinds}
         self.opened = 0
         self.first_round = asyncio.Event()
