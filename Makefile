@@ -52,7 +52,7 @@ acceptance: install
 
 ## Per-request cost beside a C CGI floor, through nginx + TLS and as bare
 ## process starts; PEER=path/to/python_mock_cloud.py adds the Python peer.
-## Tables to stdout, Benchmarks/results/latest.md and README's Performance.
+## Tables to stdout and Benchmarks/results/latest.md (README's are copied by hand).
 bench:
 	@packaging/deps.sh bench
 	@$(MAKE) --no-print-directory install
@@ -147,7 +147,7 @@ bench-client: install
 ## Sync as the phone feels it (Benchmarks/lan/): a phone namespace joined to
 ## the server's by a 10 ms round-trip, 50 Mbit/s link (netem/tbf, or a
 ## user-space relay where the kernel has neither); 5 scenarios timed by an
-## httpx/requests client; the table goes to stdout and README's Performance.
+## httpx/requests client; the table goes to stdout and Benchmarks/results/lan.md.
 ## Needs root (network namespaces). PEER=… adds the Python peer to scenario 5.
 .PHONY: bench-lan
 bench-lan: install

@@ -24,40 +24,37 @@ self-signed certificate). Then, in one run:
 The large inbox is written straight in the store's on-disk format (the
 harness's Tests/support/formats.py, checked against the programs by `make
 test`), which takes seconds, not the minutes that 100,000 requests would. Everything runs on 127.0.0.1 and every
-server started here is stopped by PID at the end. The tables go to stdout,
-Benchmarks/results/latest.md and the "## Performance" section of README.md.
-Only the standard library and Tests/support/; the tools are wrk, hyperfine
-and a C compiler.
+server started here is stopped by PID at the end. The tables go to stdout
+and Benchmarks/results/latest.md; README's Performance figures are a
+person's to update from them. Only the standard library and Tests/support/;
+the tools are wrk, hyperfine and a C compiler.
 """
 import argparse
 import atexit
 import collections
 import datetime
-import http.client
 import json
 import os
 import platform
 import shutil
 import signal
 import statistics
-import ssl
 import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.dont_write_bytecode = True      # no __pycache__ in the repository
-sys.path.insert(0, HERE)
-import bulk_bench  # noqa: E402  (the bulk row)
 REPO = os.path.dirname(HERE)
 CGI_BIN = os.path.join(REPO, "cgi-bin")
 LUA = os.path.join(HERE, "wrk", "report.lua")
 sys.dont_write_bytecode = True     # no __pycache__ in the repository
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+import bulk_bench  # noqa: E402  (the bulk row; it imports nothing of this file)
 import cgi_program  # noqa: E402
 import formats  # noqa: E402
 import stack  # noqa: E402
+import suite  # noqa: E402
 
 SETTINGS_BODY = (b'{"updatedAt": "20260518T044304.095000Z", "weightCalibrationFactor": 0.9990998620664758, '
                  b'"units": "metric", "height": 172, "reminders": {"weighIn": "07:30", "enabled": true}}')
@@ -84,7 +81,7 @@ def start_stack(servers, name, work, cgi_bin, **settings):
     in `servers` (stopped at exit) even when it fails to start."""
     # The per-address cap as served: wrk's connections (8 by default) are
     # 8 requests in progress, half the cap.
-    server = stack.Stack(work, name, cgi_bin, MOCKCLOUD_HOST="127.0.0.1", **settings)
+    server = stack.Stack(work, name, cgi_bin, **settings)
     servers.append(server)
     try:
         return server.start()
@@ -126,13 +123,8 @@ class Peer:
                 self.proc.wait()
 
 
-TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-TLS.check_hostname = False
-TLS.verify_mode = ssl.CERT_NONE
-
-
 def https(port, method, path, headers, body=None):
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=TLS, timeout=10)
+    conn = suite.connect(f"https://127.0.0.1:{port}", timeout=10)
     try:
         conn.request(method, path, body=body, headers=headers)
         response = conn.getresponse()
@@ -164,8 +156,8 @@ def cached_inbox(seed, key, count):
 
 
 def run_cgi(program, env, body=b""):
-    """Runs a CGI program directly; returns (status, body bytes)."""
-    env = dict(env, CONTENT_LENGTH=str(len(body)) if body else "")
+    """Runs a CGI program directly (`env` has the body's CONTENT_LENGTH);
+    returns (status, body bytes)."""
     out = subprocess.run([program], input=body, env=env, stdout=subprocess.PIPE, check=False).stdout
     status, _, payload, _ = cgi_program.parse_output(out)
     return status, payload
@@ -175,10 +167,10 @@ def anatomy(program, env_for, body, runs, strace, work):
     """What one request costs the process itself, averaged over `runs` starts:
     minor page faults and CPU time (from wait4's rusage), and the system
     calls strace counts once (when strace is installed). `env_for(i)` is the
-    environment of run i."""
+    environment of run i, for this body."""
     faults = cpu = 0.0
     for i in range(runs):
-        env = dict(env_for(i), CONTENT_LENGTH=str(len(body)) if body else "")
+        env = env_for(i)
         r, w = os.pipe()
         # posix_spawn (vfork-like): no copy-on-write faults of ours counted as the program's.
         pid = os.posix_spawn(program, [program], env, file_actions=[
@@ -194,8 +186,7 @@ def anatomy(program, env_for, body, runs, strace, work):
     calls = None
     if strace:
         out = os.path.join(work, "strace.txt")
-        env = dict(env_for(runs), CONTENT_LENGTH=str(len(body)) if body else "")
-        subprocess.run([strace, "-f", "-c", "-o", out, program], input=body, env=env,
+        subprocess.run([strace, "-f", "-c", "-o", out, program], input=body, env=env_for(runs),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for line in open(out):
             fields = line.split()
@@ -204,8 +195,8 @@ def anatomy(program, env_for, body, runs, strace, work):
     return {"faults": faults / runs, "cpu": cpu / runs, "syscalls": calls}
 
 
-def cgi_env(data, method, uri, key, query="", **extra):
-    return cgi_program.environment(method, uri, data, {"X-User-Key": key}, query, extra=extra)
+def cgi_env(data, method, uri, key, query="", body=b"", **extra):
+    return cgi_program.environment(method, uri, data, {"X-User-Key": key}, query, body, extra=extra)
 
 
 # ---------------------------------------------------------------- wrk
@@ -322,14 +313,13 @@ def main():
     ap.add_argument("--warmup", type=int, default=100, help="hyperfine warm-up runs")
     ap.add_argument("--runs", type=int, default=1000, help="hyperfine runs per program, split over the rounds")
     ap.add_argument("--large", type=int, default=LARGE, help="messages in the large inbox")
-    ap.add_argument("--no-readme", action="store_true", help="leave README.md alone")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args()
     if args.peer and not os.path.isfile(args.peer):
         die(f"--peer: no such file {args.peer}")
     for tool in ("wrk", "hyperfine"):
         if not shutil.which(tool):
-            die(f"{tool} is missing: run 'nginx/mockcloud-nginx.sh deps bench' (as root)")
+            die(f"{tool} is missing: run 'packaging/deps.sh bench' (as root)")
     for program in ("user-settings", "inbox"):
         if not os.access(os.path.join(CGI_BIN, program), os.X_OK):
             die(f"cgi-bin/{program} is missing: run 'make install'")
@@ -432,7 +422,8 @@ def main():
     inbox_program = os.path.join(CGI_BIN, "inbox")
     # u1 unsigned; s1 written with signing on, so its GET verifies a MAC.
     for key, extra in (("u1", {}), ("s1", {"MOCKCLOUD_HMAC_KEYS": hkeys})):
-        status, body = run_cgi(settings_program, cgi_env(hdata, "PUT", "/user/settings", key, **extra), SETTINGS_BODY)
+        status, body = run_cgi(settings_program, cgi_env(hdata, "PUT", "/user/settings", key, body=SETTINGS_BODY,
+                                                         **extra), SETTINGS_BODY)
         if status != 200:
             die(f"seeding {key} for hyperfine: {status} {body[:200]!r}")
     if not os.path.exists(os.path.join(hdata, "user_settings", "s1.json.mac")):
@@ -470,10 +461,11 @@ def main():
     small_query = feed["feed-small"].split("?", 1)[1]
     anatomy_requests = [
         ("GET /user/settings", settings_program, lambda who, i: cgi_env(hdata, "GET", "/user/settings", "u1"), b""),
-        ("PUT /user/settings", settings_program, lambda who, i: cgi_env(hdata, "PUT", "/user/settings", "a-" + who),
-         SETTINGS_BODY),
+        ("PUT /user/settings", settings_program,
+         lambda who, i: cgi_env(hdata, "PUT", "/user/settings", "a-" + who, body=SETTINGS_BODY), SETTINGS_BODY),
         # A new message id on every run, in an inbox of each program's own.
-        ("PUT /inbox/<id>", inbox_program, lambda who, i: cgi_env(hdata, "PUT", f"/inbox/a{i}", "a-" + who), message),
+        ("PUT /inbox/<id>", inbox_program, lambda who, i: cgi_env(hdata, "PUT", f"/inbox/a{i}", "a-" + who, body=message),
+         message),
         ("GET /inbox feed", inbox_program, lambda who, i: cgi_env(hdata, "GET", "/inbox", "feed-small", small_query),
          b""),
     ]
@@ -528,9 +520,8 @@ def main():
     os.makedirs(results, exist_ok=True)
     with open(os.path.join(results, "latest.md"), "w") as f:
         f.write(report + "\n")
-    if not args.no_readme:
-        update_readme(report)
-    log(f"done in {time.monotonic() - began:.0f}s; tables in Benchmarks/results/latest.md")
+    log(f"done in {time.monotonic() - began:.0f}s; tables in Benchmarks/results/latest.md "
+        "(README's Performance figures are updated by hand from them)")
 
 
 def git_revision():
@@ -541,8 +532,7 @@ def git_revision():
                               text=True).stdout.strip()
     try:
         rev = git("rev-parse", "--short", "HEAD") or "unknown"
-        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!README.md",
-                      ":!Benchmarks/results")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!Benchmarks/results")
     except OSError:
         return "unknown"
     return rev + ("-dirty" if changed else "")
@@ -644,39 +634,6 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
         + ".", "", "**Targets** (issue 6):", ""]
     out += [f"- {v}" for v in verdicts]
     return "\n".join(out)
-
-
-BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
-README_INTRO = """\
-Each request starts a program, so what a request costs is a process start
-plus its file work. `make bench` measures it beside a C CGI floor
-(`Benchmarks/floor.c`: the same file work, fsyncs and renames in static C,
-behind the same nginx and fcgiwrap) and, given `PEER`, the Python mock cloud.
-It writes the tables below here and to `Benchmarks/results/latest.md`;
-`Benchmarks/README.md` says where the time goes and what would cut it.
-
-```sh
-PEER=/path/to/python_mock_cloud.py make bench
-```
-
-"""
-
-
-def update_readme(report):
-    """Replaces the generated part of README.md's Performance section, or
-    appends the section when it is not there yet."""
-    path = os.path.join(REPO, "README.md")
-    text = open(path).read()
-    block = f"{BEGIN}\n{report}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Performance\n\n" + README_INTRO + block + "\n"
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

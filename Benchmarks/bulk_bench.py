@@ -6,7 +6,8 @@ through nginx + TLS, and what one item of a bulk write costs the program.
     python3 Benchmarks/bulk_bench.py [--rounds 6]     (standalone: its own stack)
 
 bench.py calls `measure(port, data, inbox_program)` with its own stack and
-puts `render(result)` in its report.
+puts `render(result)` in its report; this file imports nothing of bench.py
+(its stack comes from the harness, Tests/support/stack.py).
 
 Both ways use one keep-alive connection (http.client, HTTP/1.1) and write new
 ids, ~400-byte bodies, one key per round; rounds alternate single and bulk.
@@ -14,12 +15,10 @@ The per-item cost is the program run directly (as fcgiwrap runs it): the
 median wall and CPU time of a bulk of 500 minus a bulk of 1, over 499.
 """
 import argparse
-import http.client
 import json
 import os
 import resource
 import shutil
-import ssl
 import statistics
 import subprocess
 import sys
@@ -31,17 +30,15 @@ REPO = os.path.dirname(HERE)
 sys.dont_write_bytecode = True     # no __pycache__ in the repository
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 import cgi_program  # noqa: E402
-sys.path.insert(0, HERE)
-from samples import sample  # noqa: E402
+import stack  # noqa: E402
+import suite  # noqa: E402
+from samples import sample  # noqa: E402  (beside this file)
 BATCH = 500
 SINGLES = 500
-TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-TLS.check_hostname = False
-TLS.verify_mode = ssl.CERT_NONE
 
 
 def singles(port, key):
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=TLS, timeout=60)
+    conn = suite.connect(f"https://127.0.0.1:{port}", timeout=60)
     t0 = time.perf_counter()
     for i in range(SINGLES):
         conn.request("PUT", f"/inbox/s{i}", json.dumps(sample(i)), {"X-User-Key": key, "X-Sync-Version": "1"})
@@ -55,7 +52,7 @@ def singles(port, key):
 
 
 def bulks(port, key, requests=4):
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=TLS, timeout=60)
+    conn = suite.connect(f"https://127.0.0.1:{port}", timeout=60)
     payloads = [json.dumps({"messages": [{"id": f"b{r}-{i}", "version": 1, "body": sample(i)} for i in range(BATCH)]})
                 for r in range(requests)]
     t0 = time.perf_counter()
@@ -195,19 +192,15 @@ def main():
     if args.size_only:
         work = tempfile.mkdtemp(prefix="mcbb.", dir="/tmp")
         try:
-            print(render_size(inbox_size_cost(os.path.join(REPO, "cgi-bin", "inbox"), work)))
+            print(render_size(inbox_size_cost(os.path.join(stack.DEFAULT_CGI_BIN, "inbox"), work)))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
-    import bench  # noqa: E402  (its stack and helpers)
     work = tempfile.mkdtemp(prefix="mcbb.", dir="/tmp")
-    servers = []
     try:
-        ours = bench.start_stack(servers, "ours", work, bench.CGI_BIN)
-        print(render(measure(ours.port, ours.data, os.path.join(bench.CGI_BIN, "inbox"), args.rounds)))
+        with stack.Stack(work, "ours") as ours:
+            print(render(measure(ours.port, ours.data, os.path.join(ours.cgi_bin, "inbox"), args.rounds)))
     finally:
-        for server in servers:
-            server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -90,7 +90,7 @@ def main():
     try:
         lab.make_link()
         lab.start_stack()
-        ca = os.path.join(lab.work, "run", "tls", "ca.crt")
+        ca = os.path.join(lab.stack.run, "tls", "ca.crt")
         common = ["--url", URL, "--ca", ca, "--json"]
         run = int(time.time())
         pushes, curls, library_pushes, server_only = [], [], [], []

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench-lan`: sync as the phone feels it, over a simulated Wi-Fi link.
 
-    python3 Benchmarks/lan/bench_lan.py --venv DIR [--peer python_mock_cloud.py] [--no-readme]
+    python3 Benchmarks/lan/bench_lan.py --venv DIR [--peer python_mock_cloud.py]
 
 Two network namespaces, the server's and the phone's, joined by a link with
 5 ms each way (10 ms round trip) and 50 Mbit/s: `tc netem` + `tbf` on a veth
@@ -10,7 +10,8 @@ relay that delays and paces the packets the same way). The stack
 (nginx + fcgiwrap + the installed programs) serves on the server's end of the
 link (MOCKCLOUD_HOST); client.py runs in the phone's namespace. The link is
 checked first (a TCP connect takes about one round trip). Prints a table and
-writes it into README.md's Performance section. Everything it creates
+writes it to Benchmarks/results/lan.md (README's figures are a person's
+to update from it). Everything it creates
 (namespaces, devices, relay, servers, temporary directories) is removed on
 exit, Ctrl-C included; where network namespaces are not permitted it says
 so and exits 1.
@@ -28,13 +29,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-LAUNCHER = os.path.join(REPO, "nginx", "mockcloud-nginx.sh")
+sys.dont_write_bytecode = True  # no __pycache__ in the repository
+sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+import stack  # noqa: E402
 SERVER_ADDR, PHONE_ADDR = "10.77.13.1", "10.77.13.2"
 PORT, PEER_PORT = 8443, 8444
 DELAY_MS, RATE_MBIT = 5.0, 50.0
 RTT = 2 * DELAY_MS / 1000
 HANDSHAKE_RTTS = 2  # TCP, then TLS 1.3
-BEGIN, END = "<!-- bench-lan:begin -->", "<!-- bench-lan:end -->"
 
 
 def die(message):
@@ -54,9 +56,7 @@ class Lab:
         self.server_ns, self.phone_ns = f"mcl-srv-{tag}", f"mcl-phone-{tag}"
         self.namespaces, self.procs = [], []
         self.work = tempfile.mkdtemp(prefix="mclan.")
-        # The stack serves as the mockcloud user, who must reach it inside.
-        os.chmod(self.work, 0o711)
-        self.stack_env = None
+        self.stack = None
         self.link = None
 
     def namespace(self, name):
@@ -119,20 +119,18 @@ class Lab:
         return ["ip", "netns", "exec", self.server_ns, *cmd]
 
     def start_stack(self):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
-        env.update(MOCKCLOUD_HOST=SERVER_ADDR, MOCKCLOUD_PORT=str(PORT),
-                   MOCKCLOUD_DATA=os.path.join(self.work, "data"), MOCKCLOUD_RUN=os.path.join(self.work, "run"),
-                   # The per-address cap as served: scenario 2's 8 PUTs in
-                   # flight are half of it.
-                   MOCKCLOUD_CGI_BIN=os.path.join(REPO, "cgi-bin"))
-        self.stack_env = env
-        r = run(*self.in_server(LAUNCHER, "start"), env=env, check=False, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, text=True)
-        if r.returncode != 0:
-            die(f"could not start the stack in {self.server_ns}:\n{r.stderr}")
+        """The harness's stack (Tests/support/stack.py), in the server's
+        namespace on its end of the link. The per-address cap as served:
+        scenario 2's 8 PUTs in flight are half of it."""
+        self.stack = stack.Stack(self.work, "ours", prefix=self.in_server(), MOCKCLOUD_HOST=SERVER_ADDR,
+                                 MOCKCLOUD_PORT=str(PORT))
+        try:
+            self.stack.start()
+        except RuntimeError as error:
+            die(f"could not start the stack in {self.server_ns}:\n{error}")
 
     def start_peer(self, script):
-        run_dir = os.path.join(self.work, "run")
+        run_dir = self.stack.run
         cert, key = os.path.join(run_dir, "tls", "cert.pem"), os.path.join(run_dir, "tls", "key.pem")
         data = os.path.join(self.work, "peer-data")
         os.makedirs(data, mode=0o700)
@@ -146,8 +144,8 @@ class Lab:
             die(f"the Python peer exited; see {log.name}")
 
     def close(self):
-        if self.stack_env:
-            run(*self.in_server(LAUNCHER, "stop"), env=self.stack_env, check=False, stdout=subprocess.DEVNULL)
+        if self.stack:
+            self.stack.stop()
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -229,31 +227,10 @@ def git_commit():
     return r.stdout.strip() or "unknown"
 
 
-def write_readme(block):
-    path = os.path.join(REPO, "README.md")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    section = BEGIN + "\n" + block + "\n" + END
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        marker = "<!-- bench:end -->"
-        intro = ("\n\n### Over a simulated Wi-Fi link (`make bench-lan`)\n\n"
-                 "Sync as the phone feels it: the phone in its own network namespace, 10 ms round trip and "
-                 "50 Mbit/s to the server's, each scenario timed end to end by the client "
-                 "(`Benchmarks/lan/`).\n\n")
-        if marker not in text:
-            die("README.md has no <!-- bench:end --> marker to put the table after")
-        text = text.replace(marker, marker + intro + section, 1)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venv", required=True, help="the venv with httpx[http2] and requests")
     ap.add_argument("--peer", help="python_mock_cloud.py for scenario 5")
-    ap.add_argument("--no-readme", action="store_true")
     args = ap.parse_args()
     if args.peer and not os.path.isfile(args.peer):
         die(f"PEER: no such file {args.peer}")
@@ -277,8 +254,12 @@ def main():
         result = json.loads(r.stdout)
         block = render(result, args, lab.link, load_before, open("/proc/loadavg").read().split()[:3])
         print(block)
-        if not args.no_readme:
-            write_readme(block)
+        results = os.path.join(os.path.dirname(HERE), "results")
+        os.makedirs(results, exist_ok=True)
+        with open(os.path.join(results, "lan.md"), "w", encoding="utf-8") as f:
+            f.write(block + "\n")
+        print("bench-lan: the table is in Benchmarks/results/lan.md; README's figures are updated by hand",
+              file=sys.stderr)
     except KeyboardInterrupt:
         print("bench-lan: interrupted; cleaning up", file=sys.stderr)
         sys.exit(130)
