@@ -50,10 +50,7 @@ pass() { verdict ok "$1"; }
 fail() { verdict FAIL "$1"; }
 finish() { summary; exit; }
 
-# Short: fcgiwrap's socket lives in here, and socket paths stop at 107 bytes.
-WORK="$(mktemp -d /tmp/mcapi.XXXXXX)"
-trap 'stop_stacks; rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
+work_dir mcapi
 
 if ! "$REPO/packaging/deps.sh" api; then
     fail "the Python packages for the API tests install (packaging/deps.sh api: python3 -m venv, pip from PyPI)"

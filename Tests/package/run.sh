@@ -9,8 +9,7 @@
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$REPO/Tests/support/cases.sh"
-WORK="$(mktemp -d /tmp/mcp.XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
+work_dir mcp
 VERSION="$(tr -d '[:space:]' <"$REPO/VERSION")"
 
 it "make deb's script builds dist-style mockcloud_<VERSION>_amd64.deb with dpkg-deb"

@@ -17,22 +17,17 @@
 # `N passed, M failed` last; exit status 1 when anything failed.
 set -uo pipefail
 
-WORK="$(mktemp -d /tmp/mcd.XXXXXX)"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+work_dir mcd
 FS="$WORK/fs"
 MOUNTS=()
-
 cleanup() {
-    stop_stacks
     local m i
     for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
         m="${MOUNTS[$i]}"
         umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || echo "could not unmount $m" >&2
     done
-    rm -rf "$WORK"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 if [[ "$(id -u)" != 0 ]]; then
     echo "diskfull.sh mounts tmpfs file systems: run it as root"

@@ -10,11 +10,9 @@
 #
 # Stopped by PID on exit, like every stack the tests start.
 set -uo pipefail
-WORK="$(mktemp -d /tmp/mcf.XXXXXX)"
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap 'stop_stacks; rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
+work_dir mcf
 connections="${1:-2000}"
 requests="${2:-100}"
 

@@ -1,7 +1,7 @@
 # Shell helpers of the stress scripts (sourced): cases, stacks and HTTPS
 # requests from the harness (Tests/support/cases.sh), and the checks the
-# stress scripts make of an answer and a data directory. Set WORK before
-# sourcing; it holds everything.
+# stress scripts make of an answer and a data directory. Then `work_dir`
+# makes WORK, which holds everything.
 
 STRESS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../support/cases.sh

@@ -39,10 +39,8 @@ done
 [[ "$SEED" =~ ^[0-9]+$ ]] || { echo "--seed takes a whole number" >&2; exit 2; }
 case "$ONLY" in "" | hostile | crash | bulk | faults | races | diskfull | concurrency) ;; *) echo "unknown part: $ONLY" >&2; exit 2 ;; esac
 
-WORK="$(mktemp -d /tmp/mcs.XXXXXX)"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap 'stop_stacks; rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
+work_dir mcs
 
 if [[ "$MODE" == full ]]; then
     HOSTILE_REQUESTS=4000 CRASH_OPS=2000 CRASH_HMAC_OPS=1000 BULK_ROUNDS=200

@@ -7,11 +7,9 @@
 # (e.g. `make serve` on 127.0.0.1:8443) instead. Output: testssl's report;
 # exit status testssl's own.
 set -uo pipefail
-WORK="$(mktemp -d /tmp/mct.XXXXXX)"
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-trap 'stop_stacks; rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
+work_dir mct
 command -v testssl >/dev/null || { echo "testssl is missing: packaging/deps.sh testssl (as root)"; exit 1; }
 target="${TESTSSL_TARGET:-}"
 if [[ -z "$target" ]]; then

@@ -8,6 +8,17 @@
 # shellcheck source=stack.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stack.sh"
 
+# work_dir PREFIX: WORK, a new directory /tmp/PREFIX.XXXXXX (short:
+# fcgiwrap's socket lives in there, and socket paths stop at 107 bytes; 0711,
+# so that the stacks' user can reach what is inside), removed on exit after
+# every stack started is stopped and the caller's `cleanup`, if it has one, ran.
+work_dir() {
+    WORK="$(mktemp -d "/tmp/$1.XXXXXX")"
+    chmod 0711 "$WORK"
+    trap 'stop_stacks; [[ "$(type -t cleanup)" != function ]] || cleanup; rm -rf "$WORK"' EXIT
+    trap 'exit 130' INT TERM
+}
+
 # The real interpreter first on PATH: a version manager's python3 shim costs
 # ~0.2 s a call, and the checks call python3 a few hundred times.
 if python_bin="$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)"; then
