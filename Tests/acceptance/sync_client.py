@@ -11,17 +11,13 @@ with what differs.
 """
 import json
 import os
-import ssl
 import sys
 import urllib.parse
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 from inbox_http import InboxHTTP  # noqa: E402
-
-TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-TLS.check_hostname = False
-TLS.verify_mode = ssl.CERT_NONE
+from suite import TLS  # noqa: E402
 
 
 class Server(InboxHTTP):

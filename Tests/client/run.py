@@ -44,7 +44,6 @@ from suite import Checks  # noqa: E402
 
 TOOL = os.environ.get("MOCKCLOUD_SYNC_BIN") or os.path.join(REPO, ".build", "release", "mockcloud-sync")
 ADMIN = os.path.join(REPO, "cgi-bin", "mockcloud-admin")
-LAUNCHER = os.path.join(REPO, "nginx", "mockcloud-nginx.sh")
 
 
 class Box:
@@ -52,7 +51,6 @@ class Box:
 
     def __init__(self, work, name, **settings):
         self.stack = Stack(work, name, **settings).start()
-        self.settings = settings
         self.ca = os.path.join(self.stack.run, "tls", "ca.crt")
         self.http = InboxHTTP("127.0.0.1", self.stack.port, ssl.create_default_context(cafile=self.ca))
 
@@ -67,21 +65,10 @@ class Box:
     def request(self, *args, **kw):
         return self.http.request(*args, **kw)
 
-    def env(self, data=None):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
-        env.update({k: str(v) for k, v in self.settings.items()})
-        env.update(MOCKCLOUD_RUN=self.stack.run, MOCKCLOUD_DATA=data or self.stack.data,
-                   MOCKCLOUD_PORT=str(self.stack.port), MOCKCLOUD_CGI_BIN=self.stack.cgi_bin)
-        return env
-
     def restart(self, data=None):
-        """Stops nginx and fcgiwrap and starts them again on the same port
-        (with another data directory when given)."""
-        subprocess.run([LAUNCHER, "stop"], env=self.env(), check=True, stdout=subprocess.DEVNULL)
-        if data:
-            self.stack.data = data
-        subprocess.run([LAUNCHER, "start"], env=self.env(), check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        """nginx and fcgiwrap stopped and started again on the same port
+        (with another data directory when given), by the harness."""
+        self.stack.restart(data)
 
     def stop(self):
         self.stack.stop()

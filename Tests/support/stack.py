@@ -53,6 +53,14 @@ class Stack:
         self.base = "https://%s:%d" % (self.settings.get("MOCKCLOUD_HOST", "127.0.0.1"), self.port)
         return self
 
+    def restart(self, data=None):
+        """Stops it and starts it again on the same port and run directory,
+        with another data directory when given."""
+        port, data = str(self.port), data or self.data
+        self.stop()
+        self.settings.update(MOCKCLOUD_PORT=port, MOCKCLOUD_DATA=data)
+        return self.start()
+
     def stop(self):
         if self.run:
             subprocess.run(self.prefix + [STACK_SH, "stop", self.run], env=self._env(), stdout=subprocess.DEVNULL,
