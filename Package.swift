@@ -209,7 +209,7 @@ let package = Package(
         // The built programs run as processes: environment + stdin in, CGI out.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["user-settings", "inbox", "mockcloud-admin", "MockCloudTestSupport"]
+            dependencies: ["user-settings", "inbox", "mockcloud-admin", "MockCloudTestSupport", "MockCloudHTTPTestSupport"]
         ),
     ]
 )

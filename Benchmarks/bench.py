@@ -61,7 +61,7 @@ SETTINGS_BODY = (b'{"updatedAt": "20260518T044304.095000Z", "weightCalibrationFa
 SMALL, LARGE = 100, 100_000
 PAGE = 10
 
-# The issue's targets (STYLE.md explains why a durable PUT is judged at 2x the peer).
+# The contract's targets (STYLE.md explains why a durable PUT is judged at 2x the peer).
 TARGET_GET_FLOOR, TARGET_PUT_FLOOR = 0.9, 0.85
 TARGET_GET_PEER, TARGET_PUT_PEER = 3.0, 2.0
 TARGET_START, TARGET_FEED_GROWTH = 1.2, 1.2
@@ -570,9 +570,9 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
                          s.errors or ""])
         ours_rps = series[label, "ours"].rps
         want = TARGET_GET_FLOOR if method == "GET" else TARGET_PUT_FLOOR
-        # Issue 6 sets its throughput targets for /user/settings; the inbox
+        # The contract sets throughput targets for /user/settings; the inbox
         # routes are held to the same ratios as a goal of ours.
-        kind = "target" if label.endswith("/user/settings") else "goal, not one of issue 6's targets:"
+        kind = "target" if label.endswith("/user/settings") else "goal, not one of the contract's targets:"
         verdicts.append(f"{label}: {ours_rps / floor_rps:.2f}× the C floor ({kind} ≥ {want}×) "
                         f"{verdict(ours_rps / floor_rps >= want)}")
         if peer_rps:
@@ -631,7 +631,7 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
         (p, os.path.join(CGI_BIN, p)) for p in ("user-settings", "inbox")]
     out += ["", "**Binary sizes**: " + ", ".join(
         f"{name} {os.path.getsize(path) / 2**20:.1f} MiB ({os.path.getsize(path):,} bytes)" for name, path in sizes)
-        + ".", "", "**Targets** (issue 6):", ""]
+        + ".", "", "**Targets** (the contract's):", ""]
     out += [f"- {v}" for v in verdicts]
     return "\n".join(out)
 

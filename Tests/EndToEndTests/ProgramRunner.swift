@@ -1,4 +1,5 @@
 import Foundation
+import MockCloudHTTPTestSupport
 
 /// Runs a built CGI program as fcgiwrap does: a clean environment of CGI
 /// meta-variables, the body on stdin (then closed), stdout read to EOF.
@@ -43,21 +44,11 @@ struct ProgramRunner {
     ) throws -> Output {
         let process = Process()
         process.executableURL = Self.binDirectory.appendingPathComponent(program)
-        var environment = [
-            "REQUEST_METHOD": method, "DOCUMENT_URI": path, "QUERY_STRING": "",
-            "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1",
-            "MOCKCLOUD_DATA": dataDirectory.path,
-        ]
         let bodyBytes = Data((body ?? "").utf8)
-        environment["CONTENT_LENGTH"] = contentLength ?? (body == nil ? "" : String(bodyBytes.count))
-        for (name, value) in headers {
-            if name.lowercased() == "content-type" {
-                environment["CONTENT_TYPE"] = value
-            } else {
-                environment["HTTP_" + name.uppercased().replacingOccurrences(of: "-", with: "_")] = value
-            }
-        }
-        environment.merge(extraEnvironment) { $1 }
+        var environment = cgiVariables(
+            method: method, path: path, headers: headers, body: body.map { Array($0.utf8) },
+            contentLength: contentLength, extra: extraEnvironment)
+        if extraEnvironment["MOCKCLOUD_DATA"] == nil { environment["MOCKCLOUD_DATA"] = dataDirectory.path }
         process.environment = environment
         let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
         process.standardInput = stdin

@@ -1,19 +1,41 @@
 import MockCloudConfig
 import MockCloudHTTP
 
+/// The CGI meta-variables nginx's snippet sets for a request: the Swift
+/// tests' one builder (the in-process route tests through `CGIRequest`, the
+/// process tests through `ProgramRunner`). `headers` are HTTP names;
+/// `Content-Type` becomes `CONTENT_TYPE`, any other `X-Name` `HTTP_X_NAME`.
+/// `CONTENT_LENGTH` is the body's length, empty without a body (as nginx
+/// sends it for a GET), unless `contentLength` says otherwise.
+package func cgiVariables(
+    method: String, path: String, query: String = "", headers: [String: String] = [:], body: [UInt8]? = nil,
+    contentLength: String? = nil, extra: [String: String] = [:]
+) -> [String: String] {
+    var variables = [
+        "REQUEST_METHOD": method, "DOCUMENT_URI": path, "QUERY_STRING": query, "CONTENT_TYPE": "",
+        "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1",
+    ]
+    variables["CONTENT_LENGTH"] = contentLength ?? body.map { String($0.count) } ?? ""
+    for (name, value) in headers {
+        if name.lowercased() == "content-type" {
+            variables["CONTENT_TYPE"] = value
+        } else {
+            variables[CGIRequest.metaVariable(forHeader: name)] = value
+        }
+    }
+    variables.merge(extra) { $1 }
+    return variables
+}
+
 extension CGIRequest {
-    /// A request as a test describes it: the meta-variables nginx would set
-    /// for this method, path, query, headers and body.
+    /// A request as a test describes it (`cgiVariables`), with its body.
     package init(
         method: String, path: String, query: String = "", headers: [String: String] = [:],
         contentType: String = "", body: [UInt8] = [], environment: [String: String] = [:]
     ) {
-        var env = environment
-        for (name, value) in headers { env[CGIRequest.metaVariable(forHeader: name)] = value }
-        env["REQUEST_METHOD"] = method
-        env["DOCUMENT_URI"] = path
-        env["QUERY_STRING"] = query
-        env["CONTENT_TYPE"] = contentType
-        self.init(environment: Environment(env), body: body)
+        var described = headers
+        if !contentType.isEmpty { described["Content-Type"] = contentType }
+        let variables = cgiVariables(method: method, path: path, query: query, headers: described, extra: environment)
+        self.init(environment: Environment(variables), body: body)
     }
 }

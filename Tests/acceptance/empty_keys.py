@@ -7,7 +7,7 @@ Each request uses a key never seen before, in turn: GET /inbox (the feed),
 GET /user/settings, DELETE /user/settings, PATCH /user/settings,
 GET /inbox/m1, DELETE /inbox/m1 (with --reads-only, the three GETs). None of them finds anything, so each must
 answer as for an empty key (200 with an empty feed, 404 otherwise) and, the
-point of issue 12 finding 2, create nothing on disk. With --data, the files
+point of the hostile-LAN rules, create nothing on disk. With --data, the files
 under DATA_DIR are counted before and after and printed.
 
 One keep-alive connection at full speed, one request at a time: as a client

@@ -6,59 +6,35 @@
 # budget. Instruction counts are deterministic, unlike times, so this is no
 # timed assertion. Prints `N passed, M failed` last.
 #
-# Budget = the count at the commit that set it + 4%, rounded up to 1,000.
-# Measured at eec2709 (Benchmarks/symbol-order.txt fresh):
-#   settings-get  93,018   settings-put 193,560-194,031
-#   inbox-put    186,884-187,355   feed-page 380,799
-# then, the environment built by the harness (Tests/support/cgi_program.py,
-# which adds HTTPS and REQUEST_SCHEME as nginx sends them: +0.6%), at the
-# merge of main's e2f2544 into the harness branch:
-#   settings-get  93,624   settings-put 195,352
-#   inbox-put    188,738   feed-page 381,417
-# What moves a count without a change to the code a request runs:
-#   - the layout: linking with an empty symbol-order list, or main's stale
-#     one, cost up to +2.5% (settings GET 95,330; the runtime's metadata
-#     caches hash by address, so their probes change with the layout);
-#   - run to run: up to 471 instructions (0.25%) on the PUTs (the digits
-#     of the time stamp and of the random generation);
+# Budget = the count when it was set + 4%, rounded up to 1,000 (how and
+# when each was set is in git's history of this file). What moves a count
+# without a change to the code a request runs, and so what the 4% covers:
+#   - the layout: linking with an empty or a stale symbol-order list cost up
+#     to +2.5% (the runtime's metadata caches hash by address, so their
+#     probes change with the layout);
+#   - run to run: up to 471 instructions (0.25%) on the PUTs (the digits of
+#     the time stamp and of the random generation);
 #   - the data directory's length (+1.0% at 63 bytes against the fixed 31;
-#     fixed here, so it does not move this test).
-# 4% covers those with room; a tidy-up that costs a request 5% more fails.
-# After a change that is worth its instructions, set the budget anew here.
+#     fixed here).
+# A tidy-up that costs a request 5% more fails; after a change that is worth
+# its instructions, set the budget anew here and say what it pays for.
 #
-# Set anew for issue 12 (a hostile device on the LAN), measured on branch
-# hostile (symbol-order.txt fresh): settings-get 98,310, settings-put
-# 205,745, inbox-put 202,159 (+5.7%, +6.0%, +7.8% on eec2709; feed-page
-# 385,099, +1.1%, keeps its budget). What they pay for: the identity headers checked
-# once each (three scans of the environment, ~2.3k), the data directory's
-# folders walked without following links (openat/lstat), and the lock
-# file's life (the lock re-checked after flock, fstat/lstat; the key's
-# data looked for after the change, lstat), each a system call and the
-# strings and checks around it.
-#
-# bulk-500 (issue 13: POST /inbox:bulk of 500 samples) set at the commit that
-# prints each item's body once (PrintedJSON: measured, compared and spliced
-# into its envelope) and copies clean ASCII strings in one piece:
-# 73,864,473 before, 55,008,604 after (110k a sample); budget +4%.
-#
-# signed-get (GET /user/settings verifying its MAC) added when the layer
-# split was found to have cost it 250k: ASCII.decodeHex, generic over
-# Collection, moved to MockCloudSystem, and its callers in MockCloudStore got
-# the unspecialised form (a run-time lookup of Collection.Element on first
-# call). At stop 9 it was 157k; 394,969 before the fix, 145,487 after.
-#
-# Kept, not raised, through issue 19's commit protocol (measured on the same
-# machine at 4a87cb2 and after, symbol-order.txt fresh each time):
-# settings-get 96,556 -> 95,744; signed-get 144,435 -> 143,845; settings-put
-# 200,388 -> 198,032; inbox-put 205,158 -> 200,978; feed-page 385,864 ->
-# 388,138 (+0.6%); bulk-500 54,304,170 -> 54,485,532 (+0.3%). What the
-# commit path now pays: a statvfs for the free-space floor, the `changed`
-# member on errors only, an fsync by path of each file after a bulk's syncfs
-# (+0.3% on bulk-500: the error syncfs may miss), a new directory's fsync
-# into its parent (the first write of a key). The upkeep after the answer
-# costs nothing unless a write found it due: `Optional<Upkeep>` (6k of
-# metadata in every program) and an unconditional upkeep (15k an inbox
-# write) were measured and taken out before this landed.
+# What the requests pay for, beyond serving:
+#   - every request: the identity headers checked once each, the data
+#     directory's folders walked without following links, the lock file
+#     re-checked after flock;
+#   - a write: a statvfs for the free-space floor; the commit point (the
+#     change-log record, fdatasynced before any file is renamed); a new
+#     directory's fsync into its parent (a key's first write);
+#   - bulk-500: one fsync by path of each file after the batch's syncfs,
+#     which reports a writeback error syncfs may miss (+0.3%);
+#   - the upkeep after an inbox write's answer costs nothing unless the write
+#     found compaction or tidying due.
+# Costs measured and taken out rather than paid (docs/ARCHITECTURE.md):
+# Optional<Upkeep> (6k in every program), an unconditional upkeep (15k an
+# inbox write), OpenOptions array literals (150k), header variables derived
+# per lookup (8k a GET), ASCII.decodeHex generic over Collection (250k a
+# signed GET), key comparison across modules (6k a feed page).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BIN="${1:-cgi-bin}"

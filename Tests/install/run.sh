@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test-install: the package as a new Debian user meets it (issue 11).
+# make test-install: the package as a new Debian user meets it.
 #
 # A clean Debian 12 root (mmdebstrap from deb.debian.org) in a temporary
 # folder; `apt-get install ./mockcloud_*.deb` there pulls nginx and fcgiwrap;

@@ -12,7 +12,7 @@
 # (SIGKILL mid-write, with and without signing), bulk_crash.py (SIGKILL in
 # the middle of a POST /inbox:bulk batch), faults.py (every storage system
 # call of every kind of write failed at every occurrence, with strace),
-# races.py (issue 19's races held open with strace delays), diskfull.sh (a
+# races.py (races held open with strace delays), diskfull.sh (a
 # full, an inode-less and a read-only data directory) and diskfill.py (a
 # disk filled by writes, and the free-space floor; both need root for their
 # tmpfs mounts, skipped otherwise), concurrency.py (16 writers at once, per-key

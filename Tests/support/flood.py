@@ -12,7 +12,7 @@ closes it, until the victim is done:
           closes these first when it runs short of connections);
   header  a TLS connection that sends half a header block and stalls;
   body    `PUT /user/settings` with `Content-Length: 100`, one byte of the
-          body, then nothing (the slow-body lock-out of issue 12).
+          body, then nothing (the slow-body lock-out).
 
 Once every flood connection has been opened once, the victim (connections
 from --victim, 127.0.0.2 on Linux loopback) sends --requests

@@ -1,4 +1,4 @@
-# POST /inbox:bulk, HTTP/2 and gzip (issue 13) through nginx + fcgiwrap + TLS.
+# POST /inbox:bulk, HTTP/2 and gzip through nginx + fcgiwrap + TLS.
 
 # bulk KEY JSON [curl options]: one bulk request for KEY, expecting 200.
 bulk() {

@@ -1,4 +1,4 @@
-# mockcloud-admin doctor judges MockCloud's own processes only (issue 20):
+# mockcloud-admin doctor judges MockCloud's own processes only:
 # the fcgiwrap behind the socket it checks and the workers of the nginx in
 # nginx's pid file, not every fcgiwrap or nginx on the box. Here it runs
 # on a root of its own (MOCKCLOUD_PREFIX) beside an unrelated fcgiwrap and

@@ -1,4 +1,4 @@
-# One device on the LAN must not lock out the others (issue 12, finding 1):
+# One device on the LAN must not lock out the others:
 # 127.0.0.1 floods a stack of its own while 127.0.0.2, another address on
 # Linux loopback, keeps using it. Short and bounded: 300 stalled
 # connections, held while the other address sends 20 requests.

@@ -1,4 +1,4 @@
-# A hostile device on the LAN, or files the service did not make (issue 12):
+# A hostile device on the LAN, or files the service did not make:
 # each case here was a finding that once went the other way.
 
 it "a run directory that already existed with mode 0755 is made 0700 (its logs hold query strings)"

@@ -1,6 +1,6 @@
 # The per-address cap (nginx/mockcloud-http.conf) at its default, as served:
 # it refuses requests in progress past 16 from one address, and nothing a
-# client that waits for each answer can do, however fast (issue 20). The
+# client that waits for each answer can do, however fast. The
 # big flood is cases/flood.sh and `make flood`.
 
 use_stack main "$MAIN_PORT"

@@ -1,4 +1,4 @@
-# The key and token files as the serving user meets them (issue 20): `start`
+# The key and token files as the serving user meets them: `start`
 # and `serve` refuse a file that user cannot read, or that group or others
 # can, naming the file, its owner and mode and the fix; and README's signing
 # and token sections, run as written (as root), give a server that signs

@@ -1,4 +1,4 @@
-# The TLS 1.2 policy is Mozilla's "intermediate" (issue 12, finding 6):
+# The TLS 1.2 policy is Mozilla's "intermediate":
 # ECDHE key exchange with AEAD ciphers only, no session tickets; TLS 1.3 as
 # OpenSSL has it. The client runs with no system config and security level 0,
 # so a refusal comes from our nginx, not from the client's own policy.
