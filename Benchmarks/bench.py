@@ -379,8 +379,10 @@ def main():
             subprocess.run(["cp", "-al", seeded[key], os.path.join(data, "inbox", key)], check=True)
         # A stack started as root serves as its own user (the data
         # directory's owner, Tests/support/stack.sh): the seeded inboxes
-        # become that user's too.
-        subprocess.run(["chown", "-R", "--reference", data, os.path.join(data, "inbox")], check=True)
+        # become that user's too. The three copies are hard links of one set
+        # of files, so they get one owner: the served stack's (root, who runs
+        # hyperfine, reads them whatever their owner).
+        subprocess.run(["chown", "-R", "--reference", ours.data, os.path.join(data, "inbox")], check=True)
 
     for server in servers:
         status, body = https(server.port, "PUT", "/user/settings", {"X-User-Key": "u1"}, SETTINGS_BODY)

@@ -187,7 +187,8 @@ def render(m):
         f"{m['item_cpu'] * 1000:.3f} ms of CPU (run directly: a bulk of {BATCH} took {m['many'][0] * 1000:.1f} ms, "
         f"{m['many'][1] * 1000:.1f} ms CPU; a bulk of 1 {m['one'][0] * 1000:.1f} ms, {m['one'][1] * 1000:.1f} ms CPU; "
         "medians of 7): one lock, one change-log append with one `fdatasync`, one `syncfs` of the new files "
-        "(then an `fsync` of each by path, which reports what `syncfs` may miss) and one directory `fsync` per "
+        "(then each one's writeback checked by path with `sync_file_range`, which reports what `syncfs` may miss) "
+        "and one directory `fsync` per "
         "request.", "", render_size(m["by_size"])])
 
 

@@ -257,9 +257,13 @@ package struct InboxStore: Sendable {
             return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
         }
         func read() throws -> FeedPage {
-            guard let log = try ChangeLog.openForReading(logPath) else { return try empty() }
-            defer { log.close() }
-            return try page(log, after: anchor, limit: limit, excluding: excluded)
+            do {
+                guard let log = try ChangeLog.openForReading(logPath) else { return try empty() }
+                defer { log.close() }
+                return try page(log, after: anchor, limit: limit, excluding: excluded)
+            } catch let error as SystemError {
+                throw StorageError(error, .reading)
+            }
         }
         return try KeyLock.withExistingLock(root: root, route: Self.route, key: key, shared: true, read) {
             // No lock file: nothing stored, unless a first writer is at work
@@ -347,7 +351,13 @@ package struct InboxStore: Sendable {
                 if isCompactionDue(log) { Self.compactionDue = true }
                 log.close()
             }
-            return try body(&log)
+            do {
+                return try body(&log)
+            } catch let error as SystemError {
+                // A read of the log before the append (the append and the
+                // files throw StorageError with their own phase).
+                throw StorageError(error, .writing)
+            }
         }
     }
 

@@ -27,8 +27,8 @@ package struct AtomicBatch {
     /// The index of the first file a reader would see change (`Int.max`: none).
     private var firstVisible = Int.max
     /// Up to this many files are fsynced one by one; more are synced with one
-    /// `syncfs(2)` (one journal commit instead of one per file) and then each
-    /// fsynced again by path, which reports what `syncfs` may miss.
+    /// `syncfs(2)` (one journal commit instead of one per file), and then each
+    /// one's writeback is checked by path, which reports what `syncfs` may miss.
     static let fsyncEachUpTo = 3
 
     package init(directory: String) {
@@ -77,7 +77,7 @@ package struct AtomicBatch {
                 for index in otherFDs.indices { try Sys.fsync(otherFDs[index], path: otherTemporaries[index]) }
             } else {
                 try Sys.syncFileSystem(of: directory)
-                for index in 0..<staged { try Sys.syncFile(temporary(index)) }
+                for index in 0..<staged { try Sys.checkWriteback(temporary(index)) }
             }
             closeOpen()
         } catch let error as SystemError {

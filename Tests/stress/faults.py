@@ -71,11 +71,11 @@ PROBE = "zz-probe"      # the new message written after each retry
 # The storage system calls a program may make (x86_64 names), and those a
 # full disk can fail with ENOSPC. close(2) is left out: its errors are
 # ignored by design and injecting it leaks nothing.
-STORAGE_CALLS = ["openat", "read", "pread64", "write", "pwrite64", "fsync", "fdatasync", "syncfs", "rename",
-                 "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "ftruncate", "flock",
+STORAGE_CALLS = ["openat", "read", "pread64", "write", "pwrite64", "fsync", "fdatasync", "syncfs", "sync_file_range",
+                 "rename", "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "ftruncate", "flock",
                  "fstat", "newfstatat", "statx", "lstat", "stat", "getdents64", "statfs", "fstatfs", "utimensat"]
-ENOSPC_CALLS = {"write", "pwrite64", "fsync", "fdatasync", "syncfs", "openat", "mkdir", "mkdirat", "rename",
-                "renameat", "renameat2", "ftruncate"}
+ENOSPC_CALLS = {"write", "pwrite64", "fsync", "fdatasync", "syncfs", "sync_file_range", "openat", "mkdir", "mkdirat",
+                "rename", "renameat", "renameat2", "ftruncate"}
 STRACE = shutil.which("strace") or "/usr/bin/strace"
 
 
