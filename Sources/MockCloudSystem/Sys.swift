@@ -264,7 +264,7 @@ package enum Sys {
     /// already seen, while a new descriptor still sees an error nobody has
     /// reported). `sync_file_range(2)` with both waits reports it as fsync
     /// would, without fsync's flush of the device's cache for every file
-    /// (`syncfs` flushed it once): 0.08 ms an item of a bulk.
+    /// (`syncfs` flushed it once): about 0.05 ms an item of a bulk.
     package static func checkWriteback(_ path: String) throws {
         let fd = try open(path, .noFollow)
         defer { close(fd) }
