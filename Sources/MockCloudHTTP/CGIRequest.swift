@@ -33,11 +33,6 @@ package struct CGIRequest: Sendable {
         }
     }
 
-    /// The value of a request header, e.g. `header("If-Match")`.
-    package func header(_ name: String) -> String? {
-        environment[CGIRequest.metaVariable(forHeader: name)]
-    }
-
     /// The value of one of the headers the service reads.
     package func header(_ header: HTTPHeader) -> String? {
         environment[header.variable]

@@ -58,11 +58,9 @@ package enum KeyLock {
     /// does it.
     @discardableResult
     package static func ifFree(root: String, route: Route, key: UserKey, _ body: (_ tidyDue: Bool) throws -> Void) throws -> Bool {
-        try whenFree(root: root, route: route, key: key) { fd, path in
-            let tidyDue = try Sys.secondsSinceModified(fd, path: path) > tidyIntervalSeconds
-            try body(tidyDue)
-            if tidyDue { try Sys.touch(fd, path: path) }
-        }
+        var tidyDue = false
+        return try withoutWaiting(root: root, route: route, key: key, create: false, holdsData: { true },
+                                  tidy: { _ in tidyDue = true }) { try body(tidyDue) }
     }
 
     /// Runs `body` with the key's exclusive lock when nobody holds it, taken
@@ -73,32 +71,27 @@ package enum KeyLock {
     package static func whileFree(
         root: String, route: Route, key: UserKey, holdsData: () -> Bool, _ body: () throws -> Void
     ) throws -> Bool {
+        try withoutWaiting(root: root, route: route, key: key, create: true, holdsData: holdsData, tidy: { _ in }, body)
+    }
+
+    /// `attempt` with the exclusive lock taken without waiting: false when
+    /// another process holds it, when its file went meanwhile, or (not
+    /// `create`) when there is none.
+    private static func withoutWaiting(
+        root: String, route: Route, key: UserKey, create: Bool, holdsData: () -> Bool, tidy: (Bool) -> Void,
+        _ body: () throws -> Void
+    ) throws -> Bool {
         do {
             try attempt(
-                root: root, route: route, key: key, shared: false, create: true, wait: false,
-                holdsData: holdsData, tidy: { _ in }, body)
+                root: root, route: route, key: key, shared: false, create: create, wait: false,
+                holdsData: holdsData, tidy: tidy, body)
             return true
         } catch is Retry {
             return false
         } catch is Busy {
             return false
-        }
-    }
-
-    private static func whenFree(
-        root: String, route: Route, key: UserKey, _ body: (_ fd: FileDescriptor, _ path: String) throws -> Void
-    ) throws -> Bool {
-        let path = self.path(root: root, route: route, key: key)
-        let fd: FileDescriptor
-        do {
-            fd = try Sys.open(path, .noFollow)
-        } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
+        } catch is Missing {
             return false
-        }
-        return try Sys.closing(fd) { fd in
-            guard try Sys.tryLock(fd, path: path), try Sys.isStill(fd, at: path) else { return false }
-            try body(fd, path)
-            return true
         }
     }
 

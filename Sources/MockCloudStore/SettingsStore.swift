@@ -71,11 +71,13 @@ package struct SettingsStore: Sendable {
 
     /// Stores `document` in place of what is stored (PUT), on `conditions`;
     /// the stored document, stamped, is returned.
+    @discardableResult
     package func replace(_ key: UserKey, with document: JSONObject, given conditions: Preconditions) throws -> StoredSettings {
         try write(key, given: conditions) { _ in document }
     }
 
     /// Merges `patch` (RFC 7396) into the stored document (PATCH), on `conditions`.
+    @discardableResult
     package func merge(_ key: UserKey, patch: JSONObject, given conditions: Preconditions) throws -> StoredSettings {
         try write(key, given: conditions) { current in
             guard let current else { throw SettingsError.nothingStored }

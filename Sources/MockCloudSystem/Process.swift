@@ -58,9 +58,7 @@ extension Sys {
 
     /// The permission and type bits of an open file (`st_mode`).
     package static func mode(_ fd: FileDescriptor, path: String = "") throws -> UInt32 {
-        var info = stat()
-        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &info) }
-        return info.st_mode
+        try status(fd, path: path).st_mode
     }
 
     /// Drops root for `user` and `group`, with no supplementary groups.

@@ -158,9 +158,14 @@ package enum Sys {
 
     /// The size of an open file.
     package static func size(_ fd: FileDescriptor, path: String = "") throws -> Int {
-        var st = stat()
-        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &st) }
-        return Int(st.st_size)
+        Int(try status(fd, path: path).st_size)
+    }
+
+    /// `fstat(2)` of an open file.
+    static func status(_ fd: FileDescriptor, path: String) throws -> stat {
+        var info = stat()
+        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &info) }
+        return info
     }
 
     /// `fsync(2)`.
@@ -389,8 +394,7 @@ extension Sys {
     /// True when the open `fd` is still the file at `path` (same device and
     /// inode): false once it was unlinked or replaced.
     package static func isStill(_ fd: FileDescriptor, at path: String) throws -> Bool {
-        var held = stat()
-        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &held) }
+        let held = try status(fd, path: path)
         var there = stat()
         guard try linkStatus(path, &there) else { return false }
         return there.st_dev == held.st_dev && there.st_ino == held.st_ino
@@ -398,9 +402,7 @@ extension Sys {
 
     /// Whole seconds since `fd`'s file was last modified.
     package static func secondsSinceModified(_ fd: FileDescriptor, path: String = "") throws -> Int {
-        var info = stat()
-        _ = try retrying("fstat", path) { Glibc.fstat(fd.rawValue, &info) }
-        return Int(Glibc.time(nil)) - Int(info.st_mtim.tv_sec)
+        Int(Glibc.time(nil)) - Int(try status(fd, path: path).st_mtim.tv_sec)
     }
 
     /// Sets `fd`'s modification time to now (`futimens(2)`).

@@ -120,7 +120,7 @@ private func touchRequestFields(_ request: CGIRequest) {
     _ = request.mediaType
     _ = try? request.userKey()
     for name in ["If-Match", "If-None-Match", "X-Sync-Version", "X-Device-Id", "Content-Type"] {
-        _ = request.header(name)
+        _ = request.environment[CGIRequest.metaVariable(forHeader: name)]
     }
     if let query = QueryString(request.query) {
         require(query.names.count == query.values.count, "query names and values differ in number")
@@ -244,16 +244,7 @@ private func checkSandbox(_ input: [UInt8]) {
 }
 
 private func entries(_ directory: String) -> [String] {
-    guard let handle = opendir(directory) else { return [] }
-    defer { closedir(handle) }
-    var names: [String] = []
-    while let entry = readdir(handle) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names
+    (try? Sys.names(in: directory)) ?? []
 }
 
 /// `rm -rf path`.

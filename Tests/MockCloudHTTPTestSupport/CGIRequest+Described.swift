@@ -38,4 +38,9 @@ extension CGIRequest {
         let variables = cgiVariables(method: method, path: path, query: query, headers: described, extra: environment)
         self.init(environment: Environment(variables), body: body)
     }
+
+    /// The value of any request header, by its HTTP name (`header("If-Match")`).
+    package func header(_ name: String) -> String? {
+        environment[CGIRequest.metaVariable(forHeader: name)]
+    }
 }
