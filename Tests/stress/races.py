@@ -279,6 +279,17 @@ def race_sweep(args, checks, scratch, round_):
 
 # ---------------------------------------------------------------- (d)
 
+def compact_seed(args, scratch, name):
+    """A fresh data directory holding faults.py's "compact" seed: five
+    records, the next write makes compaction due (at 4 records, horizon 0)."""
+    data = os.path.join(scratch, name)
+    shutil.rmtree(data, ignore_errors=True)
+    os.mkdir(data, 0o700)
+    for request in faults.SEEDS["compact"]:
+        faults.run_program(args.cgi_bin, request, data, {})
+    return data
+
+
 def race_compaction(args, checks, scratch, round_):
     env = {"MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS": "4", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON": "0"}
     inbox = os.path.join(args.cgi_bin, "inbox")
@@ -287,12 +298,8 @@ def race_compaction(args, checks, scratch, round_):
         ("a read of a message during compaction", "openat", "/messages/m3.json"),
     ]
     for what, syscall, text in failures:
-        data = os.path.join(scratch, "d-data")
-        shutil.rmtree(data, ignore_errors=True)
-        os.mkdir(data, 0o700)
+        data = compact_seed(args, scratch, "d-data")
         problems = []
-        for request in faults.SEEDS["compact"]:
-            faults.run_program(args.cgi_bin, request, data, {})
         writes = [("PUT m4", put("m4", 1, {"kg": 64})), ("PUT m5", put("m5", 1, {"kg": 65})),
                   ("POST", Request("inbox", "POST", "/inbox", body={"posted": round_}))]
         injected = 0
@@ -387,12 +394,8 @@ def race_compaction_steps(args, checks, scratch, round_):
         ("its build step (a read of a message file)", "openat", "/messages/m1.json", "fdatasync"),
         ("its swap (the rename of the new log, under the key's lock)", "rename", ".~changes.log", "/messages/.~"),
     ]:
-        data = os.path.join(scratch, "e-data")
-        shutil.rmtree(data, ignore_errors=True)
-        os.mkdir(data, 0o700)
+        data = compact_seed(args, scratch, "e-data")
         problems = []
-        for request in faults.SEEDS["compact"]:
-            faults.run_program(args.cgi_bin, request, data, {})
         messages, deleted, anchor, more = stresslib.follow_feed(inbox, env, data, KEY, 1000)
         seen = live_of(messages, deleted)
         log_size = os.path.getsize(os.path.join(data, "inbox", KEY, "changes.log"))
