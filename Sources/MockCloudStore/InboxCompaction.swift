@@ -128,7 +128,7 @@ struct InboxCompaction {
             defer { current.close() }
             // Only a compaction replaces the log, and this is the only one
             // (the folder's lock); appends only add to the snapshot's records.
-            guard try current.isStillInPlace(), try log.isStillInPlace(), current.count >= log.count else {
+            guard try log.isStillInPlace(), current.count >= log.count else {
                 throw InboxError.damagedLog(path: store.logPath)
             }
             let since = try current.records(from: log.count, count: current.count - log.count)
