@@ -1,4 +1,5 @@
 import MockCloudSystem
+import MockCloudWire
 
 /// The compaction of a key's change log, in steps that hold the key's lock
 /// only for work bounded by the writes made meanwhile, never by the inbox's

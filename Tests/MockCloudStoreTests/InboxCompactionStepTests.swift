@@ -3,6 +3,7 @@ import MockCloudJSON
 @testable import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// Compaction's steps (`InboxCompaction`) with writes and reads between
