@@ -146,6 +146,15 @@ API_FUZZ_SECONDS ?= 1800
 fuzz-api: deps install
 	@Tests/api/run.sh fuzz $(API_FUZZ_SECONDS)
 
+## Requests that wait for a change (Benchmarks/wait_bench.py, about 3
+## minutes): freshness from a write's 2xx to the waiter's answer, an
+## ordinary GET beside 36 waiters, a write's latency at 0, 16 and 36
+## waiters, the stack's CPU while 36 wait; Benchmarks/results/wait.md.
+.PHONY: bench-wait
+bench-wait: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/wait_bench.py $(BENCH_WAIT_ARGS)
+
 ## MockCloudClient over the same link (Benchmarks/lan/bench_client.py): a
 ## push of 10,000 samples and a pull of the 10,000-message feed through
 ## the library and mockcloud-sync, plain curl beside them, with the data on

@@ -278,6 +278,28 @@ package struct InboxStore: Sendable {
         }
     }
 
+    /// `changes`, held until a change after `anchor` that the page would
+    /// show commits, or `wait` ends (then the empty page, its anchor past any
+    /// of the reader's own echoes it skipped). Changes already there, and an
+    /// anchor the store cannot answer from (410), answer at once. With
+    /// `excluded`, that device's own writes do not end the wait. No lock is
+    /// held while it waits: it sleeps on the inbox's change log (the log is
+    /// closed after writing, or renamed into place, once a change is in
+    /// place) and reads again under the shared lock when woken.
+    package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: DeviceID?,
+                         waiting wait: WaitLimit) throws -> FeedPage {
+        var page = try changes(after: anchor, limit: limit, excludingSource: excluded)
+        guard page.messages.isEmpty, page.deleted.isEmpty else { return page }
+        var from = anchor
+        try wait.waitForChange(of: logPath, under: root) {
+            // Past what the last look skipped (the reader's own echoes).
+            if page.anchor.seq > (from?.seq ?? 0) { from = page.anchor }
+            page = try changes(after: from, limit: limit, excludingSource: excluded)
+            return !page.messages.isEmpty || !page.deleted.isEmpty
+        }
+        return page
+    }
+
     private func page(_ log: ChangeLog, after given: Anchor?, limit: Int, excluding excluded: DeviceID?) throws -> FeedPage {
         let header = log.header
         // Every anchor is checked, the one an empty inbox hands out (`0.0.0`:
