@@ -21,8 +21,10 @@ package struct HTTPHeader: Sendable, Equatable {
     package static let ifMatch = HTTPHeader("If-Match", "HTTP_IF_MATCH")
     package static let ifNoneMatch = HTTPHeader("If-None-Match", "HTTP_IF_NONE_MATCH")
     package static let contentEncoding = HTTPHeader("Content-Encoding", "HTTP_CONTENT_ENCODING")
+    /// `fields`: a settings PATCH merges per member, a GET answers the member times.
+    package static let merge = HTTPHeader("X-Merge", "HTTP_X_MERGE")
     /// Every header above, for the test that checks their meta-variables.
-    package static let read = [userKey, deviceID, syncVersion, authorization, ifMatch, ifNoneMatch, contentEncoding]
+    package static let read = [userKey, deviceID, syncVersion, authorization, ifMatch, ifNoneMatch, contentEncoding, merge]
 
     // Written in answers.
     package static let contentType = HTTPHeader("Content-Type")
@@ -31,4 +33,6 @@ package struct HTTPHeader: Sendable, Equatable {
     package static let location = HTTPHeader("Location")
     package static let allow = HTTPHeader("Allow")
     package static let wwwAuthenticate = HTTPHeader("WWW-Authenticate")
+    /// The members of a per-field patch whose stored value won.
+    package static let mergeKept = HTTPHeader("X-Merge-Kept")
 }

@@ -19,11 +19,15 @@ package enum RequestError: HTTPResponseError, Equatable {
     case repeatedHeader(String)
     /// A `Content-Encoding` other than `identity` on the request.
     case unsupportedContentEncoding(String)
+    /// An `X-Merge` value other than `fields`.
+    case unknownMerge(String)
+    /// `X-Merge` on a method it does not apply to (PUT, DELETE).
+    case mergeNotForMethod(HTTPMethod)
 
     package var status: HTTPStatus {
         switch self {
         case .missingUserKey, .invalidUserKey, .invalidContentLength, .bodyShorterThanContentLength,
-            .invalidJSON, .notAnObject, .mergePatchNotObject, .repeatedHeader:
+            .invalidJSON, .notAnObject, .mergePatchNotObject, .repeatedHeader, .unknownMerge, .mergeNotForMethod:
             return .badRequest
         case .notFound: return .notFound
         case .methodNotAllowed: return .methodNotAllowed
@@ -56,6 +60,10 @@ package enum RequestError: HTTPResponseError, Equatable {
         case .repeatedHeader(let name): return "\(name) sent more than once; send it once"
         case .unsupportedContentEncoding(let encoding):
             return "Content-Encoding \(encoding) is not accepted; send the JSON uncompressed"
+        case .unknownMerge(let value):
+            return "X-Merge \(String(reflecting: value)) is not known: send X-Merge: fields to merge or read per member, or no X-Merge"
+        case .mergeNotForMethod(let method):
+            return "X-Merge applies to GET, HEAD and PATCH, not \(method): a \(method) changes the whole document"
         }
     }
 

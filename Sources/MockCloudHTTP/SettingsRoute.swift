@@ -5,7 +5,9 @@ import MockCloudSystem
 
 /// `/user/settings`: GET, HEAD, PUT, PATCH (RFC 7396), DELETE of one JSON
 /// document per `X-User-Key`, drop-in for the Python mock cloud's route, with
-/// strong ETags, RFC 7232 conditions and last-writer-wins on `updatedAt`.
+/// strong ETags, RFC 7232 conditions and last-writer-wins on `updatedAt`;
+/// with `X-Merge: fields`, a PATCH merges per member and a GET answers the
+/// member times (docs/API.md §3).
 package struct SettingsRoute: Sendable {
     /// The path this route serves.
     package static let path = "/user/settings"
@@ -16,18 +18,29 @@ package struct SettingsRoute: Sendable {
     /// The `Content-Type` a PATCH must carry.
     package static let mergePatchType = "application/merge-patch+json"
 
+    /// The one `X-Merge` value.
+    package static let mergeFields = "fields"
+    /// The longest `X-Merge-Kept` value: nginx takes an answer's headers in
+    /// one buffer of a page, and a longer list ends with `*`.
+    package static let keptHeaderLimit = 2048
+
     let store: SettingsStore
+    /// Where a line for the server log goes.
+    let log: @Sendable (String) -> Void
 
     /// - Parameters:
     ///   - dataRoot: the data directory.
     ///   - integrity: signing of stored documents (off by default).
     ///   - minimumFreeBytes: the free-space floor below which writes are refused.
     ///   - clock: the source of `serverReceivedAt`; tests pass a fixed one.
+    ///   - log: a line for the server log (a damaged member-times file); stderr by default.
     package init(
         dataRoot: String, integrity: Integrity = .off, minimumFreeBytes: Int64 = FreeSpaceError.defaultFloor,
-        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now,
+        log: @escaping @Sendable (String) -> Void = { CGIProgram.log("user-settings", $0) }
     ) {
         store = SettingsStore(root: dataRoot, integrity: integrity, minimumFreeBytes: minimumFreeBytes, clock: clock)
+        self.log = log
     }
 
     /// The route as the programs run it, configured from the environment.
@@ -41,9 +54,13 @@ package struct SettingsRoute: Sendable {
         // The method is checked before the user key: a 405 names the methods.
         switch request.method {
         case .get, .head:
-            return try get(try request.userKey(), ifNoneMatch: request.tagCondition(HTTPHeader.ifNoneMatch))
+            let key = try request.userKey()
+            let ifNoneMatch = request.tagCondition(HTTPHeader.ifNoneMatch)
+            return try Self.mergesFields(request) ? try getWithTimes(key, ifNoneMatch: ifNoneMatch)
+                : try get(key, ifNoneMatch: ifNoneMatch)
         case .put:
             let key = try request.userKey()
+            try Self.refuseMerge(request)
             // An empty body is `{}`, as in the Python service.
             let document = request.body.isEmpty ? JSONObject() : try request.jsonObjectBody(or: RequestError.notAnObject)
             return Self.answer(try store.replace(key, with: document, given: request.preconditions))
@@ -53,9 +70,20 @@ package struct SettingsRoute: Sendable {
                 throw RequestError.unsupportedMediaType(expected: Self.mergePatchType, received: request.contentType)
             }
             let patch = try request.jsonObjectBody(or: RequestError.mergePatchNotObject)
-            return Self.answer(try store.merge(key, patch: patch, given: request.preconditions))
+            guard try Self.mergesFields(request) else {
+                return Self.answer(try store.merge(key, patch: patch, given: request.preconditions))
+            }
+            let edit = try FieldPatch(patch, device: try InboxRoute.source(request))
+            let merged = try store.mergeFields(key, edit, given: request.preconditions)
+            if let problem = merged.problem { log(problem) }
+            guard let kept = Self.keptHeader(merged.kept) else { return Self.answer(merged.stored) }
+            return .json(.ok, merged.stored.document ?? .object(JSONObject()), headers: [
+                .init(HTTPHeader.etag.name, merged.stored.etag.text), .init(HTTPHeader.mergeKept.name, kept),
+            ])
         case .delete:
-            try store.remove(try request.userKey(), given: request.preconditions)
+            let key = try request.userKey()
+            try Self.refuseMerge(request)
+            try store.remove(key, given: request.preconditions)
             return CGIResponse(status: .noContent)
         case .post, .other:
             throw RequestError.methodNotAllowed(method: request.method, path: Self.path, allowed: Self.methods)
@@ -77,6 +105,60 @@ package struct SettingsRoute: Sendable {
             throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
         }
         return .json(.ok, document, header: HTTPHeader.etag.name, stored.etag.text)
+    }
+
+    /// GET with `X-Merge: fields`: `{"document": …, "times": {…}}` with the
+    /// document's tag (its `If-Match` for the next write). A times file that
+    /// was not usable is logged; the answer then has whole-document times.
+    private func getWithTimes(_ key: UserKey, ifNoneMatch: TagCondition?) throws -> CGIResponse {
+        guard let timed = try store.readWithTimes(key) else { throw SettingsError.nothingStored }
+        if let problem = timed.problem { log(problem) }
+        let etag = timed.stored.etag
+        if ifNoneMatch?.names(etag) == true {
+            return CGIResponse(status: .notModified, header: HTTPHeader.etag.name, etag.text)
+        }
+        guard let document = timed.stored.document else {
+            throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
+        }
+        let answer = JSONObject(uniqueMembers: [JSONMember("document", document), JSONMember("times", timed.times.json)])
+        return .json(.ok, .object(answer), header: HTTPHeader.etag.name, etag.text)
+    }
+
+    /// True for `X-Merge: fields`, false without `X-Merge`; any other value is a 400.
+    private static func mergesFields(_ request: CGIRequest) throws(RequestError) -> Bool {
+        guard let value = request.header(HTTPHeader.merge) else { return false }
+        guard Substring(value).trimmingSpaces().lowercased() == mergeFields else { throw .unknownMerge(value) }
+        return true
+    }
+
+    /// A PUT or DELETE with `X-Merge` is a 400: it would not do what it asks.
+    private static func refuseMerge(_ request: CGIRequest) throws(RequestError) {
+        if request.header(HTTPHeader.merge) != nil { throw .mergeNotForMethod(request.method) }
+    }
+
+    /// `X-Merge-Kept`: the names, `, `-separated, each as it is when made of
+    /// letters, digits, `_`, `.` and `-`, else as a JSON string (quoted,
+    /// with `\uXXXX` escapes: nothing a header cannot carry). `nil` when
+    /// none; past `keptHeaderLimit`, the names that fit and then `*`.
+    package static func keptHeader(_ names: [String]) -> String? {
+        guard !names.isEmpty else { return nil }
+        var out: [UInt8] = []
+        for name in names {
+            var item: [UInt8] = []
+            let bare = !name.isEmpty && name.utf8.allSatisfy { byte in
+                ASCII.isDigit(byte) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
+                    || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+            }
+            if bare { item = Array(name.utf8) } else { JSONPrinter.writeString(name, into: &item) }
+            let separator = out.isEmpty ? 0 : 2
+            if out.count + separator + item.count + 3 > keptHeaderLimit {
+                out += Array((out.isEmpty ? "*" : ", *").utf8)
+                break
+            }
+            if separator > 0 { out += [UInt8(ascii: ","), UInt8(ascii: " ")] }
+            out += item
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// 200 with the stored document and its tag.
