@@ -301,7 +301,7 @@ package struct SettingsStore: Sendable {
                 // Below the floor only deletions run: they are how space is freed.
                 try FreeSpaceError.check(root, floor: minimumFreeBytes)
                 try folder.write(bytes, to: fileName(for: key), at: place, replacing: current)
-                removeTimes(key)
+                removeTimes(of: file)
             case .writeWithTimes(let bytes, let times, let previousTimes):
                 try FreeSpaceError.check(root, floor: minimumFreeBytes)
                 // The times first, as no reader sees them change: they still hold
@@ -314,7 +314,7 @@ package struct SettingsStore: Sendable {
                 ])
             case .delete:
                 _ = try folder.remove(fileName(for: key))
-                removeTimes(key)
+                removeTimes(of: file)
             case .keep: break
             }
             return result
@@ -326,10 +326,12 @@ package struct SettingsStore: Sendable {
     /// times file left behind (this failed, or a crash came first) names no
     /// document in place: readers take whole-document times, which is what
     /// a plain write means, and log it.
-    private func removeTimes(_ key: UserKey) {
-        let name = timesFileName(for: key)
-        guard (try? AtomicFile.remove(name, in: directory, durably: false)) == true else { return }
-        _ = try? AtomicFile.remove(Sys.path(name, DocumentFolder.sidecarSuffix), in: directory, durably: false)
+    /// `file` is the settings file's path: every plain write pays for this
+    /// unlink, so its path is made from that one in a single step.
+    private func removeTimes(of file: String) {
+        let times = Sys.path(file, Self.timesSuffix)
+        guard (try? Sys.unlink(times)) == true else { return }
+        _ = try? Sys.unlink(Sys.path(times, DocumentFolder.sidecarSuffix))
     }
 
     /// Removes the temporary files killed writers left in the folder every
