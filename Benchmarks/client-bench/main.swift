@@ -1,6 +1,7 @@
 import Glibc
 import MockCloudClient
 import MockCloudSystem
+import MockCloudWire
 
 // The library alone, for Benchmarks/lan/bench_client.py: no folder, no
 // state files, no process start in the figure.

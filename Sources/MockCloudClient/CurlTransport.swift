@@ -1,7 +1,6 @@
 #if canImport(CCurl)
 import CCurl
 import Dispatch
-import MockCloudSystem
 
 /// The Linux transport: libcurl (Debian's OpenSSL flavour). FoundationNetworking's
 /// URLSession is libcurl too, but sets no CA of its own and has no trust
@@ -23,9 +22,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
     /// `baseURL` like `https://192.168.1.20:8443` (no trailing slash).
-    public init(baseURL: String, trust: TrustAnchor, requestTimeoutSeconds: Int = 120) throws(TransportError) {
-        guard baseURL.hasPrefix("https://") else { throw .setup("the URL must start with https://") }
-        guard Self.globalInit == CURLE_OK else { throw .setup("curl_global_init failed") }
+    public init(baseURL: String, trust: TrustAnchor, requestTimeoutSeconds: Int = 120) throws {
+        guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
+        guard Self.globalInit == CURLE_OK else { throw TransportError.setup("curl_global_init failed") }
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.trust = trust
         self.requestTimeoutSeconds = requestTimeoutSeconds
@@ -35,7 +34,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         for handle in idle { curl_easy_cleanup(handle) }
     }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let result: Result<HTTPResponse, TransportError> = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 guard let handle = self.pool.sync(execute: { self.idle.popLast() }) ?? curl_easy_init() else {

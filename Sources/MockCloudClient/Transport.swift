@@ -47,12 +47,15 @@ public enum TransportError: Error, Sendable, CustomStringConvertible {
     case connection(String)
     /// The transport could not be set up (a CA file it cannot read).
     case setup(String)
+    /// The task was cancelled and the transfer stopped.
+    case cancelled
 
     public var description: String {
         switch self {
         case .untrusted(let detail): return "the server's certificate was not trusted: \(detail)"
         case .connection(let detail): return "connection failed: \(detail)"
         case .setup(let detail): return "transport setup failed: \(detail)"
+        case .cancelled: return "cancelled"
         }
     }
 }
@@ -61,5 +64,5 @@ public enum TransportError: Error, Sendable, CustomStringConvertible {
 /// client calls it one request at a time; an implementation keeps its
 /// connection alive between calls.
 public protocol HTTPTransport: Sendable {
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse
 }

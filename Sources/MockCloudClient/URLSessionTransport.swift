@@ -12,11 +12,10 @@ public final class URLSessionTransport: NSObject, HTTPTransport, URLSessionDeleg
     private let anchor: SecCertificate
     private var session: URLSession!
 
-    public init(baseURL: String, trust: TrustAnchor) throws(TransportError) {
-        guard baseURL.hasPrefix("https://") else { throw .setup("the URL must start with https://") }
-        guard let der = TrustAnchor.firstCertificate(inPEM: trust.pem),
-            let certificate = SecCertificateCreateWithData(nil, Data(der) as CFData)
-        else { throw .setup("the CA file holds no certificate") }
+    public init(baseURL: String, trust: TrustAnchor) throws {
+        guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
+        guard let certificate = SecCertificateCreateWithData(nil, Data(trust.der) as CFData)
+        else { throw TransportError.setup("the CA file holds no certificate") }
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         anchor = certificate
         super.init()
@@ -26,8 +25,8 @@ public final class URLSessionTransport: NSObject, HTTPTransport, URLSessionDeleg
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        guard let url = URL(string: baseURL + request.target) else { throw .setup("bad URL \(baseURL + request.target)") }
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let url = URL(string: baseURL + request.target) else { throw TransportError.setup("bad URL \(baseURL + request.target)") }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method
         for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
@@ -36,11 +35,11 @@ public final class URLSessionTransport: NSObject, HTTPTransport, URLSessionDeleg
         do {
             (data, response) = try await session.data(for: urlRequest)
         } catch let error as URLError where error.code == .cancelled || error.code == .serverCertificateUntrusted {
-            throw .untrusted("\(error.localizedDescription)")  // the challenge below is the only canceller
+            throw TransportError.untrusted("\(error.localizedDescription)")  // the challenge below is the only canceller
         } catch {
-            throw .connection("\(error.localizedDescription)")
+            throw TransportError.connection("\(error.localizedDescription)")
         }
-        guard let http = response as? HTTPURLResponse else { throw .connection("not an HTTP answer") }
+        guard let http = response as? HTTPURLResponse else { throw TransportError.connection("not an HTTP answer") }
         let headers = http.allHeaderFields.compactMap { name, value -> (name: String, value: String)? in
             guard let name = name as? String, let value = value as? String else { return nil }
             return (name.lowercased(), value)

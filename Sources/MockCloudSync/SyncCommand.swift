@@ -24,6 +24,9 @@ public enum SyncCommand {
     static let refused: Int32 = 6
     /// 7: an answer the client did not understand.
     static let badAnswer: Int32 = 7
+    /// 130: interrupted (SIGINT's conventional status); what was
+    /// acknowledged is recorded, so running again resumes.
+    static let interrupted: Int32 = 130
 
     /// Runs the command line; returns the exit status.
     public static func main(_ arguments: [String]) async -> Int32 {
@@ -73,6 +76,7 @@ public enum SyncCommand {
         case .unavailable: return unavailable
         case .refused: return refused
         case .badAnswer: return badAnswer
+        case .cancelled: return interrupted
         }
     }
 }
@@ -84,6 +88,7 @@ extension TransportError {
         case .untrusted(let text): return .untrusted(text)
         case .connection(let text): return .unavailable(text)
         case .setup(let text): return .local(text)
+        case .cancelled: return .cancelled
         }
     }
 }
