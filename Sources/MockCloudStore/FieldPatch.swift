@@ -1,5 +1,5 @@
 import MockCloudJSON
-import MockCloudSystem
+import MockCloudWire
 
 /// A per-field merge patch (`PATCH` with `X-Merge: fields`, docs/API.md §3):
 /// the top-level members one device changed, each edited at the patch's

@@ -1,5 +1,5 @@
 import MockCloudJSON
-import MockCloudSystem
+import MockCloudWire
 
 /// A top-level member's name, compared by its UTF-8 bytes, as JSON objects
 /// here compare keys (Swift's `==` would take "é" and "e\u{301}" for one).

@@ -4,6 +4,7 @@ import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// `PATCH /user/settings` with `X-Merge: fields` (each top-level member by

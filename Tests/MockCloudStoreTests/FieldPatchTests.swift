@@ -2,6 +2,7 @@ import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// The per-field merge's rules, without a disk: each top-level member is

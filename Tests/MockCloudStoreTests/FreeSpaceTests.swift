@@ -1,6 +1,7 @@
 import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// The free-space floor: writes stop before the file system is full, and a
