@@ -21,7 +21,8 @@ package struct HTTPHeader: Sendable, Equatable {
     package static let ifMatch = HTTPHeader("If-Match", "HTTP_IF_MATCH")
     package static let ifNoneMatch = HTTPHeader("If-None-Match", "HTTP_IF_NONE_MATCH")
     package static let contentEncoding = HTTPHeader("Content-Encoding", "HTTP_CONTENT_ENCODING")
-    /// `fields`: a settings PATCH merges per member, a GET answers the member times.
+    /// `fields`: a settings PATCH merges per member, a GET answers the member
+    /// times; in their answers, that they did.
     package static let merge = HTTPHeader("X-Merge", "HTTP_X_MERGE")
     /// Every header above, for the test that checks their meta-variables.
     package static let read = [userKey, deviceID, syncVersion, authorization, ifMatch, ifNoneMatch, contentEncoding, merge]

@@ -77,10 +77,12 @@ package struct SettingsRoute: Sendable {
             let edit = try FieldPatch(patch, device: try InboxRoute.source(request))
             let merged = try store.mergeFields(key, edit, given: request.preconditions)
             if let problem = merged.problem { log(problem) }
-            guard let kept = Self.keptHeader(merged.kept) else { return Self.answer(merged.stored) }
-            return .json(.ok, merged.stored.document ?? .object(JSONObject()), headers: [
-                .init(HTTPHeader.etag.name, merged.stored.etag.text), .init(HTTPHeader.mergeKept.name, kept),
-            ])
+            // `X-Merge: fields` says the box merged per field (an older one ignores the header).
+            var headers: [CGIResponse.Header] = [
+                .init(HTTPHeader.etag.name, merged.stored.etag.text), .init(HTTPHeader.merge.name, Self.mergeFields),
+            ]
+            if let kept = Self.keptHeader(merged.kept) { headers.append(.init(HTTPHeader.mergeKept.name, kept)) }
+            return .json(.ok, merged.stored.document ?? .object(JSONObject()), headers: headers)
         case .delete:
             let key = try request.userKey()
             try Self.refuseMerge(request)
@@ -109,7 +111,9 @@ package struct SettingsRoute: Sendable {
     }
 
     /// GET with `X-Merge: fields`: `{"document": …, "times": {…}}` with the
-    /// document's tag (its `If-Match` for the next write). A times file that
+    /// document's tag (its `If-Match` for the next write) and `X-Merge:
+    /// fields`, which tells this answer from an older box's plain one (an
+    /// older box ignores the request header). A times file that
     /// was not usable is logged; the answer then has whole-document times.
     private func getWithTimes(_ key: UserKey, ifNoneMatch: TagCondition?) throws -> CGIResponse {
         guard let timed = try store.readWithTimes(key) else { throw SettingsError.nothingStored }
@@ -122,7 +126,9 @@ package struct SettingsRoute: Sendable {
             throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
         }
         let answer = JSONObject(uniqueMembers: [JSONMember("document", document), JSONMember("times", timed.times.json)])
-        return .json(.ok, .object(answer), header: HTTPHeader.etag.name, etag.text)
+        return .json(.ok, .object(answer), headers: [
+            .init(HTTPHeader.etag.name, etag.text), .init(HTTPHeader.merge.name, Self.mergeFields),
+        ])
     }
 
     /// True for `X-Merge: fields`, false without `X-Merge`; any other value is a 400.

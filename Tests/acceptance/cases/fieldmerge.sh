@@ -15,6 +15,7 @@ expect 200 PATCH /user/settings -H 'X-User-Key: fm-story' -H "$MERGE" -H "$FIELD
     -d '{"weightCalibrationFactor": 0.999, "updatedAt": "2026-05-18T10:01:00Z"}'
 header_absent X-Merge-Kept
 header_present ETag
+header_is X-Merge fields
 py 'expected = {"weightCalibrationFactor": 0.999, "unitSystem": "imperial", "heightCm": 175,
             "updatedAt": "20260518T100500.000000Z", "serverReceivedAt": doc["serverReceivedAt"]}
 assert list(doc) == list(expected) and doc == expected, doc
@@ -44,6 +45,7 @@ py 'assert "heightCm" not in doc, doc'
 it "GET with X-Merge: fields answers the document and each member's time; a plain GET is the document alone"
 expect 200 GET /user/settings -H 'X-User-Key: fm-story' -H "$FIELDS"
 tag="$(last_header ETag)"
+header_is X-Merge fields
 py 'assert list(doc) == ["document", "times"], doc
 assert doc["times"] == {
     "heightCm": {"at": "20260518T100600.000000Z", "deleted": True},
@@ -52,6 +54,7 @@ assert doc["times"] == {
 assert json.dumps(doc["document"], indent=2) == stored("fm-story")'
 expect 200 GET /user/settings -H 'X-User-Key: fm-story'
 header_is ETag "$tag"
+header_absent X-Merge
 py 'assert raw == json.dumps(json.loads(stored("fm-story"))).encode(), raw'
 expect 304 GET /user/settings -H 'X-User-Key: fm-story' -H "$FIELDS" -H "If-None-Match: $tag"
 expect 200 HEAD /user/settings -H 'X-User-Key: fm-story' -H "$FIELDS"
