@@ -195,6 +195,7 @@ let package = Package(
             name: "MockCloudStoreTests",
             dependencies: ["MockCloudStore", "MockCloudJSON", "MockCloudWire", "MockCloudSystem", "MockCloudTestSupport"]
         ),
+        .testTarget(name: "MockCloudCommandLineTests", dependencies: ["MockCloudCommandLine"]),
         .testTarget(name: "MockCloudConfigTests", dependencies: ["MockCloudConfig", "MockCloudStore", "MockCloudSystem"]),
         // Requests as a test describes them (method, path, headers), for the
         // route tests and the admin tests that store data through the routes.
@@ -213,13 +214,16 @@ let package = Package(
         .testTarget(
             name: "MockCloudAdminTests",
             dependencies: [
-                "MockCloudAdmin", "MockCloudConfig", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem",
+                "MockCloudAdmin", "MockCloudCommandLine", "MockCloudConfig", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem",
                 "MockCloudTestSupport", "MockCloudHTTPTestSupport",
             ]
         ),
         .testTarget(
             name: "MockCloudClientTests",
-            dependencies: ["MockCloudClient", "MockCloudSync", "MockCloudJSON", "MockCloudWire", "MockCloudSystem", "MockCloudTestSupport"]
+            dependencies: [
+                "MockCloudClient", "MockCloudSync", "MockCloudCommandLine", "MockCloudJSON", "MockCloudWire", "MockCloudSystem",
+                "MockCloudTestSupport",
+            ]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.
         .testTarget(

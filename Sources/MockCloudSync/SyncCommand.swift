@@ -49,11 +49,12 @@ public enum SyncCommand {
         }
         var output = Output(json: options.json)
         do {
+            let token = try options.token?.read()
             let trust = try TrustAnchor(caFile: options.caFile, expectedSHA256: options.caSHA256)
             let transport = try CurlTransport(baseURL: options.url, trust: trust)
             let client = MockCloudClient(
                 configuration: ClientConfiguration(
-                    userKey: options.userKey, deviceID: options.deviceID, token: try options.token?.read()),
+                    userKey: options.userKey, deviceID: options.deviceID, token: token),
                 transport: transport)
             switch options.command {
             case .push(let directory):
