@@ -78,7 +78,7 @@ package struct CommandLineTool<Action: Sendable>: Sendable {
 
         let (command, taken) = try match(words)
         let allowed = commonOptions + command.options
-        for name in order where !allowed.contains(where: { $0.name == name }) {
+        for name in order where Self.option(named: name, in: allowed) == nil {
             throw UsageError("\(name) is not an option of \(command.title)")
         }
         let assigned = try assign(Array(words.dropFirst(taken)), to: command)
@@ -153,11 +153,13 @@ package struct CommandLineTool<Action: Sendable>: Sendable {
     /// longest command whose words all lead `words`, else a default command
     /// whose group's words are all there is.
     private func match(_ words: [String]) throws -> (command: Command<Action>, taken: Int) {
-        if let full = commands.filter({ words.starts(with: $0.words) }).max(by: { $0.words.count < $1.words.count }) {
-            return (full, full.words.count)
+        var full: Command<Action>?
+        for command in commands where command.words.count <= words.count && Array(words[..<command.words.count]) == command.words {
+            if command.words.count > full?.words.count ?? 0 { full = command }
         }
-        if let fallback = commands.first(where: { $0.isDefault && words == Array($0.words.dropLast()) }) {
-            return (fallback, words.count)
+        if let full { return (full, full.words.count) }
+        for command in commands where command.isDefault && words == Array(command.words.dropLast()) {
+            return (command, words.count)
         }
         guard let first = words.first else { throw UsageError("no command") }
         let depth = commands.map { zip($0.words, words).prefix(while: { $0 == $1 }).count }.max() ?? 0
@@ -201,8 +203,20 @@ package struct CommandLineTool<Action: Sendable>: Sendable {
         return all.allSatisfy({ $0.kind == .value(placeholder) }) ? ": \(name) \(placeholder)" : ""
     }
 
+    // Plain loops in what every run goes through: the generic algorithms
+    // (lazy, first(where:), filter) over the generic Command cost the admin
+    // tool's start-up half a million instructions of run-time type lookups.
     private func option(named name: String) -> Option? {
-        commonOptions.first { $0.name == name } ?? commands.lazy.flatMap(\.options).first { $0.name == name }
+        if let option = Self.option(named: name, in: commonOptions) { return option }
+        for command in commands {
+            if let option = Self.option(named: name, in: command.options) { return option }
+        }
+        return nil
+    }
+
+    private static func option(named name: String, in options: [Option]) -> Option? {
+        for option in options where option.name == name { return option }
+        return nil
     }
 
     /// `-x`, `--name`, `--name=value`, `--`: not `-` alone, nor an argument.
