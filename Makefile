@@ -4,7 +4,7 @@ PROGRAMS := user-settings inbox mockcloud-admin
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: serve test deps build install unit acceptance bench fuzz clean
+.PHONY: serve test deps build install unit acceptance bench fuzz clean check-ios
 
 ## Serve HTTPS on 127.0.0.1:8443 (MOCKCLOUD_PORT/DATA/RUN/HOST/UPSTREAM/...).
 serve: deps install
@@ -167,3 +167,22 @@ bench-client: install
 bench-lan: install
 	@packaging/deps.sh serve lan
 	@python3 Benchmarks/lan/bench_lan.py --venv .build/bench-lan-venv $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)
+
+## The client library and the README's code compiled for arm64-apple-ios16.0
+## (not part of make test: CI has no iOS SDK). On a Mac, with Xcode's SDK; on
+## Linux, with ../shared/apple/ios-build.sh and the SDK it describes
+## (IOS_BUILD, IOS_SDK_REPO to point elsewhere). Objects go to .build-ios.
+IOS_BUILD ?= ../shared/apple/ios-build.sh
+IOS_SDK_REPO ?= /work/.mirror/theos+sdks/repo
+IOS_TARGETS := MockCloudClient MockCloudReadmeExample
+check-ios:
+	@if command -v xcrun >/dev/null; then \
+	    sdk="$$(xcrun --sdk iphoneos --show-sdk-path)" && \
+	    for t in $(IOS_TARGETS); do $(SWIFT) build --triple arm64-apple-ios16.0 --sdk "$$sdk" --scratch-path .build-ios --target $$t || exit 1; done; \
+	elif [[ -x "$(IOS_BUILD)" ]]; then \
+	    sdk_repo=(); [[ ! -d "$(IOS_SDK_REPO)" ]] || sdk_repo=(--sdk-repo "$(IOS_SDK_REPO)"); \
+	    for t in $(IOS_TARGETS); do "$(IOS_BUILD)" "$${sdk_repo[@]}" -- $(SWIFT) build --target $$t || exit 1; done; \
+	else \
+	    echo "check-ios: no xcrun and no $(IOS_BUILD): build on a Mac, or give IOS_BUILD=path/to/ios-build.sh"; exit 2; \
+	fi
+	@echo "check-ios: $(IOS_TARGETS) build for arm64-apple-ios16.0"

@@ -177,6 +177,11 @@ let package = Package(
             path: "Benchmarks/client-bench"
         ),
 
+        // The README's "Sync from a device" code, compiled here (swift build,
+        // make test) and for iOS (make check-ios); ReadmeExampleTests keeps the
+        // README's copy the same.
+        .target(name: "MockCloudReadmeExample", dependencies: ["MockCloudClient"], path: "Tests/ReadmeExample"),
+
         // What several test targets share: the one temporary-directory
         // helper, stdin from a pipe, JSON as text, signing keys.
         .target(
@@ -189,14 +194,17 @@ let package = Package(
         .testTarget(name: "MockCloudJSONTests", dependencies: ["MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]),
         .testTarget(
             name: "MockCloudWireTests",
-            dependencies: ["MockCloudWire", "MockCloudJSON", "MockCloudSystem", "MockCloudHTTP", "MockCloudTestSupport"]
+            dependencies: ["MockCloudWire", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
         ),
         .testTarget(
             name: "MockCloudStoreTests",
             dependencies: ["MockCloudStore", "MockCloudJSON", "MockCloudWire", "MockCloudSystem", "MockCloudTestSupport"]
         ),
         .testTarget(name: "MockCloudCommandLineTests", dependencies: ["MockCloudCommandLine"]),
-        .testTarget(name: "MockCloudConfigTests", dependencies: ["MockCloudConfig", "MockCloudStore", "MockCloudSystem"]),
+        .testTarget(
+            name: "MockCloudConfigTests",
+            dependencies: ["MockCloudConfig", "MockCloudStore", "MockCloudSystem", "MockCloudTestSupport"]
+        ),
         // Requests as a test describes them (method, path, headers), for the
         // route tests and the admin tests that store data through the routes.
         .target(
@@ -222,7 +230,7 @@ let package = Package(
             name: "MockCloudClientTests",
             dependencies: [
                 "MockCloudClient", "MockCloudSync", "MockCloudCommandLine", "MockCloudJSON", "MockCloudWire", "MockCloudSystem",
-                "MockCloudTestSupport",
+                "MockCloudTestSupport", "MockCloudReadmeExample",
             ]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.
