@@ -147,6 +147,15 @@ API_FUZZ_SECONDS ?= 1800
 fuzz-api: deps install
 	@Tests/api/run.sh fuzz $(API_FUZZ_SECONDS)
 
+## Requests that wait for a change (Benchmarks/wait_bench.py, about 3
+## minutes): freshness from a write's 2xx to the waiter's answer, an
+## ordinary GET beside 36 waiters, a write's latency at 0, 16 and 36
+## waiters, the stack's CPU while 36 wait; Benchmarks/results/wait.md.
+.PHONY: bench-wait
+bench-wait: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/wait_bench.py $(BENCH_WAIT_ARGS)
+
 ## MockCloudClient over the same link (Benchmarks/lan/bench_client.py): a
 ## push of 10,000 samples and a pull of the 10,000-message feed through
 ## the library and mockcloud-sync, plain curl beside them, with the data on
@@ -157,6 +166,16 @@ bench-client: install
 	@packaging/deps.sh serve
 	@python3 Benchmarks/lan/bench_client.py
 	@python3 Benchmarks/lan/bench_client.py --tmpfs
+
+## A compaction as the key's other clients feel it (Benchmarks/compaction_bench.py):
+## an inbox of 99,000 messages, the page cache dropped, the write that makes
+## compaction due, then a feed read and a one-item write at once; each one's
+## latency against the 1 s gate. The table goes to stdout and
+## Benchmarks/results/compaction.md. Needs root (drop_caches).
+.PHONY: bench-compaction
+bench-compaction: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/compaction_bench.py $(BENCH_COMPACTION_ARGS)
 
 ## Sync as the phone feels it (Benchmarks/lan/): a phone namespace joined to
 ## the server's by a 10 ms round-trip, 50 Mbit/s link (netem/tbf, or a

@@ -387,9 +387,13 @@ start_fcgiwrap() {
     rm -f "$SOCKET"
     # A clean environment: every program inherits fcgiwrap's, so settings and
     # secrets go through fastcgi_param only. -f: programs' stderr to nginx's log.
+    # -c 64: each fcgiwrap process serves one request at a time, and a request
+    # that waits for a change (?wait=) holds one for up to a minute; the
+    # programs let 48 wait at once, so 16 always serve the rest
+    # (Sources/MockCloudStore/Waiting.swift, README "Waiting for a change").
     local as_user=()
     [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$SERVE_GROUP" --init-groups --inh-caps=-all --)
-    "${as_user[@]}" env -i PATH=/usr/bin:/bin "$fcgiwrap" -f -c 4 -s "unix:$SOCKET" \
+    "${as_user[@]}" env -i PATH=/usr/bin:/bin "$fcgiwrap" -f -c 64 -s "unix:$SOCKET" \
         </dev/null >>"$RUN/logs/fcgiwrap.log" 2>&1 &
     pid=$!
     printf '%s\n' "$pid" >"$RUN/fcgiwrap.pid"

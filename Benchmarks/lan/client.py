@@ -184,6 +184,48 @@ def settings_round_trip(base, key, name, rounds=20):
                 http="1.1", rounds=rounds)
 
 
+def mirror_writes_phone_waits(base, key, rounds=20):
+    """The phone holds `GET /inbox?wait=30` (exclude-source itself) while
+    the mirror, another device on the same link, PUTs a scan: from the
+    mirror sending its write to the phone holding the answer, per round
+    (both on warm HTTP/1.1 keep-alive connections, as the apps keep them).
+    The round-trip-bound minimum is one round trip: the write to the box,
+    the answer back to the phone."""
+    import threading
+    phone, mirror = requests.Session(), requests.Session()
+    for session in (phone, mirror):
+        session.verify, session.trust_env = False, False
+    mirror.put(f"{base}/inbox/seed", json={"seed": True}, headers={"X-User-Key": key, "X-Device-Id": "mirror-1"})
+    anchor = phone.get(f"{base}/inbox", headers={"X-User-Key": key}).json()["anchor"]
+    times, after_2xx, wire = [], [], []
+    for i in range(rounds):
+        done = {}
+
+        def wait():
+            r = phone.get(f"{base}/inbox", params={"anchor": anchor, "wait": 30, "exclude-source": "phone-1"},
+                          headers={"X-User-Key": key, "X-Device-Id": "phone-1"})
+            done["at"], done["r"] = time.perf_counter(), r
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(0.5)   # the phone's request is waiting on the box by now
+        b0, t0 = wire_bytes(), time.perf_counter()
+        r = mirror.put(f"{base}/inbox/scan-{i}", json={"kg": 70 + i / 10, "fatPercent": 18.2},
+                       headers={"X-User-Key": key, "X-Device-Id": "mirror-1"})
+        t_2xx = time.perf_counter()
+        assert r.status_code == 201, (r.status_code, r.text)
+        waiter.join(40)
+        page = done["r"].json()
+        assert [m["id"] for m in page["messages"]] == [f"scan-{i}"], page
+        anchor = page["anchor"]
+        times.append(done["at"] - t0)
+        after_2xx.append(done["at"] - t_2xx)
+        wire.append(wire_bytes() - b0)
+    return dict(name="6", seconds=statistics.median(times), worst=max(times), best=min(times), requests=2,
+                bytes=int(statistics.median(wire)), http="1.1", rounds=rounds,
+                after_2xx_median=statistics.median(after_2xx), after_2xx_worst=max(after_2xx))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ours", required=True)
@@ -209,6 +251,7 @@ def main():
     out["scenarios"].append(settings_round_trip(args.ours, f"lan5-{run}", "5 ours"))
     if args.peer:
         out["scenarios"].append(settings_round_trip(args.peer, f"lan5-{run}", "5 peer"))
+    out["scenarios"].append(mirror_writes_phone_waits(args.ours, f"lan6-{run}"))
     json.dump(out, sys.stdout)
 
 

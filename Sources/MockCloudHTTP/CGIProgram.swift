@@ -6,9 +6,18 @@ import MockCloudWire
 /// The run loop of every CGI program: environment and stdin in, one response
 /// out. `main.swift` calls `serve` and nothing else.
 package enum CGIProgram {
-    /// Seconds a request may take before the program answers 503 and exits.
-    /// fcgiwrap has no time limit of its own, and nginx gives up at 30 s.
+    /// Seconds a request's work may take before the program answers 503 and
+    /// exits. fcgiwrap has no time limit of its own; a request that waits
+    /// for a change (`?wait=`) gets its wait on top (`allowWait`), and nginx
+    /// waits for an answer for longer than both (`fastcgi_read_timeout` in
+    /// nginx/mockcloud-locations.conf, checked by `WaitingConfigurationTests`).
     package static let timeLimitSeconds: UInt32 = 25
+
+    /// Moves the time limit out by a wait of `seconds`, from now: the wait,
+    /// then `timeLimitSeconds` for the work.
+    package static func allowWait(seconds: Int) {
+        Sys.setAlarm(seconds: timeLimitSeconds + UInt32(seconds))
+    }
 
     /// Seconds the upkeep after an answer may take (compacting an inbox of
     /// 100,000 messages reads each once).

@@ -122,6 +122,23 @@ extension FreeSpaceError: HTTPResponseError {
     }
 }
 
+extension WaitError: HTTPResponseError {
+    /// 503 with `Retry-After`: the box has no room for another waiting
+    /// request now; the same request later will wait.
+    package var status: HTTPStatus { .serviceUnavailable }
+
+    package var message: String {
+        switch self {
+        case .tooManyWaiting(let limit):
+            return "too many requests are waiting for changes (\(limit) at once on this server); "
+                + "retry after \(Waiting.retryAfterSeconds) seconds"
+        }
+    }
+
+    package var extraHeaders: [(String, String)] { [(HTTPHeader.retryAfter.name, String(Waiting.retryAfterSeconds))] }
+    package var logDetail: String? { description }
+}
+
 extension IntegrityError: HTTPResponseError {
     package var status: HTTPStatus { .internalServerError }
     /// No detail of the file: that is the server log's.

@@ -31,4 +31,5 @@ package struct HTTPHeader: Sendable, Equatable {
     package static let location = HTTPHeader("Location")
     package static let allow = HTTPHeader("Allow")
     package static let wwwAuthenticate = HTTPHeader("WWW-Authenticate")
+    package static let retryAfter = HTTPHeader("Retry-After")
 }

@@ -27,6 +27,7 @@ package struct HTTPStatus: Sendable, Hashable, ExpressibleByIntegerLiteral, Cust
     package static var contentTooLarge: HTTPStatus { 413 }
     package static var unsupportedMediaType: HTTPStatus { 415 }
     package static var internalServerError: HTTPStatus { 500 }
+    package static var serviceUnavailable: HTTPStatus { 503 }
     package static var insufficientStorage: HTTPStatus { 507 }
 
     /// 204 and 304 carry no body (and no `Content-Type` or `Content-Length`).

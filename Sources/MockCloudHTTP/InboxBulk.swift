@@ -52,6 +52,7 @@ extension InboxRoute {
         guard request.method == .post else {
             throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: [.post])
         }
+        _ = try QueryString(request, takes: QueryParameters.none)
         _ = try request.userKey()  // a missing key is a 400 before the body is read
         let source = try Self.source(request)
         // An item's body may nest as deep as a single PUT's body.

@@ -3,7 +3,6 @@ package enum InboxRequestError: HTTPResponseError, Equatable {
     case invalidMessageID
     case invalidSyncVersion(String)
     case invalidDeviceID
-    case malformedQuery
     case invalidLimit(String)
     case invalidExcludeSource
 
@@ -15,7 +14,6 @@ package enum InboxRequestError: HTTPResponseError, Equatable {
         case .invalidSyncVersion(let text):
             return "invalid X-Sync-Version \(String(reflecting: text)): must be a non-negative integer"
         case .invalidDeviceID: return "invalid X-Device-Id shape"
-        case .malformedQuery: return "malformed query string"
         case .invalidLimit(let text): return "invalid limit \(String(reflecting: text)): must be an integer from 1 to 1000"
         case .invalidExcludeSource: return "invalid exclude-source shape"
         }

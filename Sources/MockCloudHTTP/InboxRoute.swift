@@ -21,15 +21,18 @@ package struct InboxRoute: Sendable {
     let settings: InboxSettings
     let integrity: Integrity
     let clock: @Sendable () -> Timestamp.Micros
+    /// What a `?wait=` feed read needs of the process (none in a test).
+    let waiting: WaitHost
 
     package init(
         dataRoot: String, settings: InboxSettings = InboxSettings(), integrity: Integrity = .off,
-        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now, waiting: WaitHost = .none
     ) {
         self.dataRoot = dataRoot
         self.settings = settings
         self.integrity = integrity
         self.clock = clock
+        self.waiting = waiting
     }
 
     /// The route as the program runs it, configured from the environment.
@@ -37,7 +40,7 @@ package struct InboxRoute: Sendable {
         // Read first, so that a throw leaves no half-copied integrity to
         // destroy (that destroy built Optional metadata at run time).
         let settings = try config.inboxSettings()
-        self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity)
+        self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity, waiting: .program)
     }
 
     /// Answers one request and then runs its upkeep, as a test or a tool
@@ -48,8 +51,8 @@ package struct InboxRoute: Sendable {
         return try respond(to: request, afterAnswer: &upkeep)
     }
 
-    /// Answers one request. The method is checked before the user key (a 405
-    /// names the methods), the user key before the message id. A write
+    /// Answers one request. The method is checked before the query and the
+    /// user key (a 405 names the methods), the user key before the message id. A write
     /// leaves its inbox's upkeep (compaction, tidying) in `afterAnswer`.
     package func respond(to request: CGIRequest, afterAnswer: inout Upkeep) throws -> CGIResponse {
         if request.path == Self.bulkPath { return try bulk(request, afterAnswer: &afterAnswer) }
@@ -59,14 +62,22 @@ package struct InboxRoute: Sendable {
         let messagePrefix = Self.collectionPath + "/"
         guard request.path != Self.collectionPath else {
             switch request.method {
-            case .get, .head: return try feed(request, try store(for: request))
-            case .post: return try post(request, try store(for: request, afterAnswer: &afterAnswer))
+            case .get, .head:
+                let query = try QueryString(request, takes: QueryParameters.feed)
+                return try feed(query, try store(for: request))
+            case .post:
+                _ = try QueryString(request, takes: QueryParameters.none)
+                return try post(request, try store(for: request, afterAnswer: &afterAnswer))
             case .put, .patch, .delete, .other:
                 throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Self.collectionMethods)
             }
         }
         guard request.path.hasPrefix(messagePrefix) else { throw RequestError.notFound }
         let idText = String(request.path.dropFirst(messagePrefix.count))
+        switch request.method {
+        case .get, .head, .put, .delete: _ = try QueryString(request, takes: QueryParameters.none)
+        case .post, .patch, .other: break
+        }
         switch request.method {
         case .get, .head:
             let store = try store(for: request)
@@ -136,26 +147,30 @@ package struct InboxRoute: Sendable {
         return Self.created(envelope)
     }
 
-    private func feed(_ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
-        guard let query = QueryString(request.query) else { throw InboxRequestError.malformedQuery }
+    private func feed(_ query: QueryString, _ store: InboxStore) throws -> CGIResponse {
         var anchor: Anchor?
-        if let text = query["anchor"], !text.isEmpty {
+        if let text = query[QueryParameters.anchor], !text.isEmpty {
             guard let parsed = Anchor(text) else { throw InboxError.malformedAnchor }
             anchor = parsed
         }
         var limit = Self.defaultLimit
-        if let text = query["limit"] {
+        if let text = query[QueryParameters.limit] {
             guard text.utf8.count <= 4, let value = Int(text), text.utf8.allSatisfy(ASCII.isDigit),
                 Self.limits.contains(value)
             else { throw InboxRequestError.invalidLimit(text) }
             limit = value
         }
         var excluded: DeviceID?
-        if let text = query["exclude-source"] {
+        if let text = query[QueryParameters.excludeSource] {
             guard let device = DeviceID(text) else { throw InboxRequestError.invalidExcludeSource }
             excluded = device
         }
-        return CGIResponse(status: .ok, body: try store.changes(after: anchor, limit: limit, excludingSource: excluded).bytes)
+        guard let seconds = try query.waitSeconds() else {
+            return CGIResponse(status: .ok, body: try store.changes(after: anchor, limit: limit, excludingSource: excluded).bytes)
+        }
+        let page = try store.changes(after: anchor, limit: limit, excludingSource: excluded,
+                                     waiting: waiting.limit(seconds: seconds))
+        return CGIResponse(status: .ok, body: page.bytes)
     }
 
     private static func created(_ envelope: Envelope) -> CGIResponse {

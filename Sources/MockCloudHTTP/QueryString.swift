@@ -1,8 +1,29 @@
 import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// `application/x-www-form-urlencoded` query parameters, percent-decoded.
 package struct QueryString: Sendable {
+    /// A request's query, checked against the parameters its route and
+    /// method take (`QueryParameters`): a malformed query, a name the route
+    /// does not take, or one given twice is a 400 that says which and lists
+    /// what the route takes. A typo (`since=` for `anchor=`) or a second
+    /// `limit` would otherwise be silently ignored, and a read that meant to
+    /// be small would read everything.
+    package init(_ request: CGIRequest, takes allowed: [String]) throws(RequestError) {
+        guard let query = QueryString(request.query) else { throw .malformedQuery }
+        for i in query.names.indices {
+            let name = query.names[i]
+            guard allowed.contains(name) else {
+                throw .unknownQueryParameter(name, request: "\(request.method) \(request.path)", takes: allowed)
+            }
+            if query.names[..<i].contains(name) {
+                throw .repeatedQueryParameter(name, request: "\(request.method) \(request.path)", takes: allowed)
+            }
+        }
+        self = query
+    }
+
     /// The names and the values, in their order in the query (two arrays of
     /// strings: an array of pairs costs a CGI process its own generic type).
     package let names: [String]
@@ -32,6 +53,16 @@ package struct QueryString: Sendable {
     /// The first value given for `name`.
     package subscript(name: String) -> String? {
         names.firstIndex(of: name).map { values[$0] }
+    }
+
+    /// `wait`, the seconds a read may be held for a change
+    /// (`WireLimits.waitSeconds`); `nil` when absent.
+    package func waitSeconds() throws(RequestError) -> Int? {
+        guard let text = self[QueryParameters.wait] else { return nil }
+        guard text.utf8.count <= 2, text.utf8.allSatisfy(ASCII.isDigit), let seconds = Int(text),
+            WireLimits.waitSeconds.contains(seconds)
+        else { throw .invalidWait(text) }
+        return seconds
     }
 
     static func decode(_ text: ArraySlice<UInt8>) -> String? {

@@ -1,4 +1,5 @@
 import MockCloudJSON
+import MockCloudWire
 
 /// What is wrong with the request itself, whatever the route.
 package enum RequestError: HTTPResponseError, Equatable {
@@ -19,11 +20,21 @@ package enum RequestError: HTTPResponseError, Equatable {
     case repeatedHeader(String)
     /// A `Content-Encoding` other than `identity` on the request.
     case unsupportedContentEncoding(String)
+    /// A query string that is not form-encoded (a bad escape, not UTF-8).
+    case malformedQuery
+    /// A query parameter the route does not take: its name, the request
+    /// (`GET /inbox`) and the names the route takes.
+    case unknownQueryParameter(String, request: String, takes: [String])
+    /// A query parameter given more than once.
+    case repeatedQueryParameter(String, request: String, takes: [String])
+    /// A `wait` that is not a whole number of seconds in `WireLimits.waitSeconds`.
+    case invalidWait(String)
 
     package var status: HTTPStatus {
         switch self {
         case .missingUserKey, .invalidUserKey, .invalidContentLength, .bodyShorterThanContentLength,
-            .invalidJSON, .notAnObject, .mergePatchNotObject, .repeatedHeader:
+            .invalidJSON, .notAnObject, .mergePatchNotObject, .repeatedHeader, .malformedQuery,
+            .unknownQueryParameter, .repeatedQueryParameter, .invalidWait:
             return .badRequest
         case .notFound: return .notFound
         case .methodNotAllowed: return .methodNotAllowed
@@ -56,12 +67,25 @@ package enum RequestError: HTTPResponseError, Equatable {
         case .repeatedHeader(let name): return "\(name) sent more than once; send it once"
         case .unsupportedContentEncoding(let encoding):
             return "Content-Encoding \(encoding) is not accepted; send the JSON uncompressed"
+        case .malformedQuery: return "malformed query string"
+        case .unknownQueryParameter(let name, let request, let takes):
+            return "unknown query parameter \(String(reflecting: name)); \(Self.takes(request, takes))"
+        case .repeatedQueryParameter(let name, let request, let takes):
+            return "query parameter \(String(reflecting: name)) given more than once; \(Self.takes(request, takes)), each once"
+        case .invalidWait(let text):
+            return "invalid wait \(String(reflecting: text)): must be a whole number of seconds from "
+                + "\(WireLimits.waitSeconds.lowerBound) to \(WireLimits.waitSeconds.upperBound)"
         }
     }
 
     package var extraHeaders: [(String, String)] {
         if case .methodNotAllowed(_, _, let allowed) = self { return [(HTTPHeader.allow.name, Self.list(allowed))] }
         return []
+    }
+
+    /// `GET /inbox takes anchor, limit, exclude-source, wait`.
+    private static func takes(_ request: String, _ names: [String]) -> String {
+        names.isEmpty ? "\(request) takes no query parameters" : "\(request) takes " + names.joined(separator: ", ")
     }
 
     /// `GET, HEAD, PUT`: the methods as `Allow` lists them.

@@ -18,31 +18,51 @@ package struct SettingsRoute: Sendable {
     package static let mergePatchType = "application/merge-patch+json"
 
     let store: SettingsStore
+    let waiting: WaitHost
 
     /// - Parameters:
     ///   - dataRoot: the data directory.
     ///   - integrity: signing of stored documents (off by default).
     ///   - minimumFreeBytes: the free-space floor below which writes are refused.
     ///   - clock: the source of `serverReceivedAt`; tests pass a fixed one.
+    ///   - waiting: what a `?wait=` read needs of the process (none in a test).
     package init(
         dataRoot: String, integrity: Integrity = .off, minimumFreeBytes: Int64 = FreeSpaceError.defaultFloor,
-        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now, waiting: WaitHost = .none
     ) {
         store = SettingsStore(root: dataRoot, integrity: integrity, minimumFreeBytes: minimumFreeBytes, clock: clock)
+        self.waiting = waiting
     }
 
     /// The route as the programs run it, configured from the environment.
     package init(config: ServiceConfig) {
-        self.init(dataRoot: config.dataRoot, integrity: config.integrity, minimumFreeBytes: config.minimumFreeBytes)
+        self.init(dataRoot: config.dataRoot, integrity: config.integrity, minimumFreeBytes: config.minimumFreeBytes,
+                  waiting: .program)
     }
 
     /// Answers one request: parse, call the store, map its answer.
     package func respond(to request: CGIRequest) throws -> CGIResponse {
         guard request.path == Self.path else { throw RequestError.notFound }
-        // The method is checked before the user key: a 405 names the methods.
+        // The method is checked before the query and the user key: a 405
+        // names the methods.
         switch request.method {
         case .get, .head:
-            return try get(try request.userKey(), ifNoneMatch: request.tagCondition(HTTPHeader.ifNoneMatch))
+            let wait = try QueryString(request, takes: QueryParameters.settings).waitSeconds()
+            let key = try request.userKey()
+            let ifNoneMatch = request.tagCondition(HTTPHeader.ifNoneMatch)
+            guard let wait, let ifNoneMatch else { return try get(key, ifNoneMatch: ifNoneMatch) }
+            return try get(key, ifNoneMatch: ifNoneMatch, waitingSeconds: wait)
+        case .put, .patch, .delete:
+            _ = try QueryString(request, takes: QueryParameters.none)
+            return try change(request)
+        case .post, .other:
+            throw RequestError.methodNotAllowed(method: request.method, path: Self.path, allowed: Self.methods)
+        }
+    }
+
+    /// PUT, PATCH and DELETE.
+    private func change(_ request: CGIRequest) throws -> CGIResponse {
+        switch request.method {
         case .put:
             let key = try request.userKey()
             // An empty body is `{}`, as in the Python service.
@@ -58,13 +78,35 @@ package struct SettingsRoute: Sendable {
         case .delete:
             try store.remove(try request.userKey(), given: request.preconditions)
             return CGIResponse(status: .noContent)
-        case .post, .other:
+        case .get, .head, .post, .other:
             throw RequestError.methodNotAllowed(method: request.method, path: Self.path, allowed: Self.methods)
         }
     }
 
     private func get(_ key: UserKey, ifNoneMatch: TagCondition?) throws -> CGIResponse {
-        guard let bytes = try store.read(key) else { throw SettingsError.nothingStored }
+        try answer(try store.read(key), key, ifNoneMatch: ifNoneMatch)
+    }
+
+    /// A GET with `If-None-Match` and `wait`: held while its answer would be
+    /// the same (304 for a named tag, 404 for nothing stored), and answered
+    /// as soon as another write makes it news: a document whose tag is not
+    /// named (200), one where nothing was stored (200, whatever the tags),
+    /// or a deletion (404). When the wait ends, the ordinary answer.
+    private func get(_ key: UserKey, ifNoneMatch: TagCondition, waitingSeconds seconds: Int) throws -> CGIResponse {
+        let first = try store.read(key)
+        let isNews = { (bytes: [UInt8]?) -> Bool in
+            guard let bytes else { return first != nil }
+            return first == nil || !ifNoneMatch.names(EntityTag(of: bytes))
+        }
+        if isNews(first) { return try answer(first, key, ifNoneMatch: ifNoneMatch) }
+        let bytes = try store.read(key, after: first, waiting: waiting.limit(seconds: seconds), until: isNews)
+        // A document where there was none is news even to `If-None-Match: *`.
+        return try answer(bytes, key, ifNoneMatch: first == nil ? nil : ifNoneMatch)
+    }
+
+    /// 404, 304 or 200 for what a read found.
+    private func answer(_ stored: [UInt8]?, _ key: UserKey, ifNoneMatch: TagCondition?) throws -> CGIResponse {
+        guard let bytes = stored else { throw SettingsError.nothingStored }
         let etag = EntityTag(of: bytes)
         if ifNoneMatch?.names(etag) == true {
             return CGIResponse(status: .notModified, header: HTTPHeader.etag.name, etag.text)

@@ -53,6 +53,20 @@ package struct SettingsStore: Sendable {
         return try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key), unlockedIn: root)
     }
 
+    /// The stored bytes (as `read`) once `isNews` says they are worth an
+    /// answer, or when `wait` ends: read again after each change of the
+    /// key's settings file (renamed into place or removed), holding no lock
+    /// while it waits. `current` is what the caller read last.
+    package func read(_ key: UserKey, after current: [UInt8]?, waiting wait: WaitLimit,
+                      until isNews: ([UInt8]?) -> Bool) throws -> [UInt8]? {
+        var bytes = current
+        try wait.waitForChange(of: path(for: key), under: root) {
+            bytes = try read(key)
+            return isNews(bytes)
+        }
+        return bytes
+    }
+
     /// The stored bytes, verified, for a caller that holds the key's lock.
     private func readLocked(_ key: UserKey) throws -> [UInt8]? {
         try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))

@@ -80,6 +80,12 @@ package struct Errno: Sendable, Hashable, CustomStringConvertible {
     package static let wouldBlock = Errno(rawValue: EWOULDBLOCK)
     /// `EIO`
     package static let ioError = Errno(rawValue: EIO)
+    /// `EMFILE`: this process (or user, for inotify instances) has too many.
+    package static let tooManyOpenFiles = Errno(rawValue: EMFILE)
+    /// `ENFILE`
+    package static let tooManyOpenFilesInSystem = Errno(rawValue: ENFILE)
+    /// `ENOMEM`
+    package static let outOfMemory = Errno(rawValue: ENOMEM)
 
     /// The C library's sentence, e.g. "No such file or directory".
     package var description: String { String(cString: strerror(rawValue)) }

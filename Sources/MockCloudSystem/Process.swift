@@ -46,6 +46,9 @@ extension Sys {
         isatty(fd.rawValue) == 1
     }
 
+    /// This process's id.
+    package static var processID: Int32 { getpid() }
+
     /// True when this process runs as root.
     package static var isRoot: Bool { geteuid() == 0 }
 

@@ -19,3 +19,9 @@ public enum WireLimits {
     /// The longest `X-User-Key` and `X-Device-Id`.
     public static let userKeyLength = 128
 }
+
+extension WireLimits {
+    /// The `wait` a feed or settings read may ask for, in whole seconds
+    /// (docs/API.md §3, §4): the longest a request is held for a change.
+    public static let waitSeconds = 1...60
+}

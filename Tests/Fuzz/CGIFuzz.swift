@@ -35,6 +35,15 @@ private let quiet = getenv("FUZZ_VERBOSE") == nil
 private let signingKeys = try! SigningKeys.parse(
     Array("fuzz-1:000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n".utf8), path: "fuzz")
 private let accessTokens = AccessTokens(hashes: [HMACSHA256.sha256([Array("fuzz-token".utf8)])])
+/// A wait (`?wait=`) ends at once: its answer would go to a pipe whose
+/// reader is already gone, as when fcgiwrap stops. The wait's whole path
+/// (the watch, a place, the looks) still runs, in no time.
+private let waiting: WaitHost = {
+    var fds: [Int32] = [-1, -1]
+    require(pipe(&fds) == 0, "pipe: errno \(errno)")
+    close(fds[0])
+    return WaitHost(allow: { _ in }, output: FileDescriptor(rawValue: fds[1]))
+}()
 /// 2026-05-18T04:43:04.134233Z, the contract's example.
 private let defaultClock: Int64 = 1_779_079_384_134_233
 
@@ -81,10 +90,11 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 if request.path.hasPrefix(InboxRoute.collectionPath) {
                     let route = InboxRoute(
                         dataRoot: dataRoot, settings: try ServiceConfig.inboxSettings(request.environment),
-                        integrity: integrity, clock: { clock })
+                        integrity: integrity, clock: { clock }, waiting: waiting)
                     return try route.respond(to: request)
                 }
-                return try SettingsRoute(dataRoot: dataRoot, integrity: integrity, clock: { clock }).respond(to: request)
+                return try SettingsRoute(dataRoot: dataRoot, integrity: integrity, clock: { clock }, waiting: waiting)
+                    .respond(to: request)
             }
         }
         check(response, request: index, signingChanged: configurations.count > 1, input: input)

@@ -13,6 +13,9 @@
 #    then GET the same key; the feed's anchor into the next page), with every
 #    check on (CHECKS below), against nginx + fcgiwrap + TLS on a free
 #    127.0.0.1 port with temporary data, stopped by PID on exit.
+#    A valid `wait` is taken out of its requests (Tests/api/st_hooks.py: each
+#    would hold its read up to a minute); the acceptance cases' waits are
+#    checked by conformance.py.
 # 3. Tests/api/conformance.py: every answer the acceptance cases got must be
 #    one the document describes. With MOCKCLOUD_API_RECORD naming a directory
 #    where Tests/acceptance/run.sh already kept them (Tests/run-all.sh does),
@@ -104,7 +107,7 @@ fi
 run_st() {
     local phases="$1" what="$2" status
     echo "== st run ${st_args[*]} --phases $phases"
-    (cd "$WORK" && "$VENV/bin/st" --config-file "$HERE/schemathesis.toml" run "${st_args[@]}" --phases "$phases" \
+    (cd "$WORK" && PYTHONPATH="$HERE" SCHEMATHESIS_HOOKS=st_hooks "$VENV/bin/st" --config-file "$HERE/schemathesis.toml" run "${st_args[@]}" --phases "$phases" \
         --report-ndjson-path "$WORK/report/${phases//,/-}.ndjson") 2>&1 | tee -a "$WORK/st.log" | grep -v '^\s*$'
     status=${PIPESTATUS[0]}
     if ((status == 0)); then pass "$what"; else fail "$what"; fi

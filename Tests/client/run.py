@@ -48,6 +48,7 @@ from inbox_http import InboxHTTP  # noqa: E402
 from samples import sample  # noqa: E402
 from stack import Stack  # noqa: E402
 from suite import Checks  # noqa: E402
+import waiting  # noqa: E402  (beside this file)
 
 TOOL = os.environ.get("MOCKCLOUD_SYNC_BIN") or os.path.join(REPO, ".build", "release", "mockcloud-sync")
 ADMIN = os.path.join(REPO, "cgi-bin", "mockcloud-admin")
@@ -426,6 +427,12 @@ def main():
             if "libcurl4" not in depends or "libswift" in needed or "libcurl.so.4" not in needed:
                 problems.append(f"Depends {depends.strip()}; NEEDED {needed.count('NEEDED')} lines")
         checks.check("make deb's second package: mockcloud-sync, the Swift runtime inside, Depends libcurl4", problems)
+
+        # Waits meet faults: the stack stopped and restarted under them, a
+        # compaction and a 410 during them (Tests/client/waiting.py).
+        waits = Box(work, "waits", MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS="8", MOCKCLOUD_INBOX_TOMBSTONE_HORIZON="0")
+        boxes.append(waits)
+        waiting.faults(waits, checks)
     finally:
         for b in boxes:
             b.stop()

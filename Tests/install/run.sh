@@ -6,7 +6,9 @@
 # then, in a network namespace of its own (nothing listens on this machine's
 # addresses) and a PID namespace (everything stops with it), the documented
 # enable command, nginx and fcgiwrap started as their units would (fcgiwrap
-# as www-data on /run/fcgiwrap.socket, nginx's workers as www-data), the
+# from the installed unit files and the package's drop-in, read by
+# start_unit.py: www-data, /run/fcgiwrap.socket, 64 processes; nginx's
+# workers as www-data), the waiting cases (8 waits held open), the
 # acceptance suite's settings and inbox cases through TLS with --cacert (no
 # -k), nothing served as root, an upgrade to a rebuilt higher version that
 # keeps the data and an edited conffile, doctor healthy, then a broken

@@ -15,26 +15,12 @@ mkdir -p "$ROOT/run"
 mount -t tmpfs -o mode=0755 tmpfs "$ROOT/run"
 in_root() { chroot "$ROOT" "$@"; }
 
-# fcgiwrap as fcgiwrap.socket + fcgiwrap.service run it: the socket made by
-# root (systemd) at /run/fcgiwrap.socket, www-data's, 0660, handed over as
-# fd 0; fcgiwrap itself as www-data, with a clean environment and -f.
+# fcgiwrap as systemd would start it from the installed fcgiwrap.socket and
+# fcgiwrap.service with its drop-ins, the package's among them
+# (Tests/install/start_unit.py reads them: the socket handed over as fd 3,
+# the unit's user, environment and command line).
 start_fcgiwrap() {
-    local www
-    www="$(chroot "$ROOT" id -u www-data)"
-    cat >"$WORK/listen_socket.py" <<'PYTHON'
-import os, socket, sys
-path, uid, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path)
-os.chown(path, uid, uid)
-os.chmod(path, 0o660)
-s.listen(128)
-os.dup2(s.fileno(), 0)
-os.execvp("chroot", ["chroot", root, "setpriv", "--reuid=www-data", "--regid=www-data", "--init-groups",
-                     "--inh-caps=-all", "--", "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                     "/usr/sbin/fcgiwrap", "-f"])
-PYTHON
-    python3 "$WORK/listen_socket.py" "$ROOT/run/fcgiwrap.socket" "$www" "$ROOT" </dev/null >>"$WORK/fcgiwrap.log" 2>&1 &
+    python3 "$REPO/Tests/install/start_unit.py" "$ROOT" </dev/null >>"$WORK/fcgiwrap.log" 2>&1 &
     for ((i = 0; i < 100; i++)); do [[ -S "$ROOT/run/fcgiwrap.socket" ]] && return 0; sleep 0.1; done
     echo "fcgiwrap did not start: $(cat "$WORK/fcgiwrap.log")"
     return 1
@@ -74,12 +60,19 @@ check in_root nginx -t -q
 say "start fcgiwrap and nginx as their units would"
 check start_fcgiwrap && check start_nginx && check wait_https || { tail -n 20 "$ROOT/var/log/nginx/error.log"; exit 1; }
 
-say "the acceptance suite's settings and inbox cases, through TLS with --cacert (no -k)"
+head -n 1 "$WORK/fcgiwrap.log"
+say "fcgiwrap serves side by side: as many processes as the package's drop-in asks for"
+sleep 0.5
+fcgiwraps="$(for p in /proc/[0-9]*; do [[ "$(cat "$p/comm" 2>/dev/null)" == fcgiwrap ]] && echo "$p"; done | wc -l)"
+echo "   fcgiwrap processes: $fcgiwraps"
+check [ "$fcgiwraps" -ge 65 ]    # the parent and -c 64
+
+say "the acceptance suite's settings, inbox and waiting cases (8 waits held open, an ordinary request prompt beside them), through TLS with --cacert (no -k)"
 MOCKCLOUD_TEST_BASE=https://127.0.0.1:8443 MOCKCLOUD_TEST_CACERT="$ca" MOCKCLOUD_TEST_DATA="$ROOT/var/lib/mockcloud" \
     "$REPO/Tests/acceptance/run.sh" "$REPO/Tests/acceptance/cases/settings.sh" "$REPO/Tests/acceptance/cases/inbox.sh" \
-    >"$WORK/acceptance.out" 2>&1
+    "$REPO/Tests/acceptance/cases/waiting.sh" >"$WORK/acceptance.out" 2>&1
 acceptance=$?
-tail -n 1 "$WORK/acceptance.out"
+grep -E 'slowest of 5|passed, ' "$WORK/acceptance.out"
 grep '^FAIL' -A3 "$WORK/acceptance.out"
 check [ "$acceptance" == 0 ]
 

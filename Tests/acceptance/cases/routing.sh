@@ -33,9 +33,11 @@ it "the internal error pages cannot be fetched from outside"
 expect 404 GET /.mockcloud-error/500
 body_is '{"error": "not found"}'
 
-it "a query string does not change the route"
-expect 404 GET '/user/settings?x=1' -H 'X-User-Key: route-query'
+it "a query string does not change the route (the route's own program judges it)"
+expect 404 GET '/user/settings?wait=1' -H 'X-User-Key: route-query'
 body_is '{"error": "no settings stored for this user"}'
+expect 400 GET '/user/settings?x=1' -H 'X-User-Key: route-query'
+body_is '{"error": "unknown query parameter \"x\"; GET /user/settings takes wait"}'
 
 it "a percent-encoded path is decoded before routing (/user/%73ettings)"
 expect 404 GET /user/%73ettings -H 'X-User-Key: route-query'

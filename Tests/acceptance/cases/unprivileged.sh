@@ -17,7 +17,7 @@ serving_processes() {
     for pid in $(below "$(cat "$1/nginx.pid" 2>/dev/null)") "$(cat "$1/fcgiwrap.pid" 2>/dev/null)" \
         $(below "$(cat "$1/fcgiwrap.pid" 2>/dev/null)"); do
         [[ -n "$pid" && -e "/proc/$pid" ]] || continue
-        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-40):$(uid_of "$pid");"
+        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200):$(uid_of "$pid");"
     done
     printf '%s' "$procs"
 }
@@ -55,9 +55,13 @@ else
     curl -s --noproxy '*' --cacert "$urun/tls/ca.crt" -H 'X-User-Key: u1' -o "$WORK/uid.json" \
         "https://127.0.0.1:$uport/user/settings" &
     curl_pid=$!
-    sleep 0.5
-    # ps in the middle of the request: nginx's workers, fcgiwrap, the program.
-    procs="$(serving_processes "$urun")"
+    # ps in the middle of the request (the program sleeps 1 s): nginx's
+    # workers, fcgiwrap, the program, once it runs.
+    for ((i = 0; i < 40; i++)); do
+        procs="$(serving_processes "$urun")"
+        [[ "$procs" != *sleep* ]] || break
+        sleep 0.05
+    done
     wait "$curl_pid"
     mockcloud_uid="$(id -u mockcloud 2>/dev/null)"
     [[ -n "$mockcloud_uid" && "$mockcloud_uid" != 0 ]] || fail "no mockcloud user (uid '$mockcloud_uid')"

@@ -1,0 +1,142 @@
+import Glibc
+
+/// Sleeps until a file may have changed (inotify): a request that waits for
+/// a change holds no lock and uses no CPU until the kernel wakes it, or its
+/// time runs out, or nobody is left to read its answer.
+///
+/// `follow` watches the folder that holds a file for the file's own name
+/// (created, renamed into place or away, closed after writing, removed), or,
+/// while that folder does not exist, the nearest folder above it that does,
+/// for the next name on the way. A wake-up says only that something on the
+/// way to a followed file moved: the caller looks again (and follows again,
+/// which reaches further down once the folders exist), so a spurious wake
+/// costs one look and a missed change is impossible once `follow` returned.
+package struct ChangeWatch {
+    private let fd: FileDescriptor
+    /// Each watch's name: the entry of its folder that leads to a followed file.
+    private var names: [Int32: String] = [:]
+
+    /// What a watched folder reports: its entries' changes and its own end.
+    private static let events = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE
+        | IN_DELETE_SELF | IN_MOVE_SELF)
+    /// Folders only, never through a symbolic link.
+    private static let flags = UInt32(IN_ONLYDIR | IN_DONT_FOLLOW)
+    /// The events that end a watch or lose events: always worth a look.
+    private static let lost = UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)
+
+    /// A new inotify instance (close it with `close`).
+    package init() throws {
+        fd = FileDescriptor(rawValue: try Sys.retrying("inotify_init1", "") {
+            inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        })
+    }
+
+    package func close() {
+        Sys.close(fd)
+    }
+
+    /// Watches the way to `file` (a path under `root`, which must exist):
+    /// the deepest folder of it that exists now, for the next name.
+    package mutating func follow(_ file: String, under root: String) throws {
+        var folder = Sys.parent(of: file)
+        var name = Self.lastComponent(of: file)
+        while true {
+            let watch = folder.withCString { inotify_add_watch(fd.rawValue, $0, Self.events | Self.flags) }
+            if watch >= 0 {
+                names[watch] = name
+                return
+            }
+            let code = Glibc.errno
+            guard code == ENOENT || code == ENOTDIR, folder.utf8.count > root.utf8.count else {
+                throw SystemError("inotify_add_watch", path: folder, errno: code)
+            }
+            name = Self.lastComponent(of: folder)
+            folder = Sys.parent(of: folder)
+        }
+    }
+
+    /// How a sleep ended.
+    package enum Wake: Equatable {
+        /// Something on the way to a followed file changed: look again.
+        case changed
+        /// The deadline passed.
+        case timedOut
+        /// `output`'s reader is gone (the server that takes the answer stopped).
+        case abandoned
+    }
+
+    /// Sleeps until a followed file may have changed, until `deadline`
+    /// (`Sys.monotonicNanos`), or until `output` (a pipe or socket the
+    /// answer goes to) reports that its reader is gone.
+    package mutating func sleep(until deadline: Int64, watching output: FileDescriptor? = nil) throws -> Wake {
+        var fds = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: output?.rawValue ?? -1, events: 0, revents: 0)]
+        while true {
+            let left = deadline - Sys.monotonicNanos()
+            if left <= 0 { return .timedOut }
+            // Whole milliseconds, rounded up: never wake before the deadline.
+            let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
+            fds[0].revents = 0
+            fds[1].revents = 0
+            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, 2, milliseconds) }
+            if ready < 0 {
+                let code = Glibc.errno
+                if code == EINTR { continue }
+                throw SystemError("poll", errno: code)
+            }
+            if fds[1].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && output != nil { return .abandoned }
+            if fds[0].revents & Int16(POLLIN) != 0, try readEvents() { return .changed }
+        }
+    }
+
+    /// Reads every queued event; true when one concerns a followed file.
+    private mutating func readEvents() throws -> Bool {
+        var relevant = false
+        let size = 4096
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+        defer { buffer.deallocate() }
+        while true {
+            let got = Glibc.read(fd.rawValue, buffer.baseAddress!, size)
+            if got < 0 {
+                let code = Glibc.errno
+                if code == EINTR { continue }
+                if code == EAGAIN { return relevant }
+                throw SystemError("read", path: "inotify", errno: code)
+            }
+            var offset = 0
+            // struct inotify_event: wd, mask, cookie, len, then len bytes of
+            // name (NUL-padded).
+            while offset + 16 <= got {
+                let watch = buffer.load(fromByteOffset: offset, as: Int32.self)
+                let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
+                let length = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
+                let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + 16)..<min(got, offset + 16 + length)])
+                offset += 16 + length
+                if mask & Self.lost != 0 {
+                    if mask & UInt32(IN_IGNORED) != 0 { names[watch] = nil }
+                    relevant = true
+                    continue
+                }
+                guard let wanted = names[watch] else { continue }
+                let name = nameBytes.prefix { $0 != 0 }
+                if name.elementsEqual(wanted.utf8) { relevant = true }
+            }
+        }
+    }
+
+    /// What follows the last `/` of `path`.
+    private static func lastComponent(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return path }
+        return String(path[path.utf8.index(after: slash)...])
+    }
+}
+
+extension Sys {
+    /// Nanoseconds on the monotonic clock: for deadlines, which a change of
+    /// the wall clock must not move.
+    package static func monotonicNanos() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}

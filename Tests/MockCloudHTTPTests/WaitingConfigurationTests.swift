@@ -1,0 +1,44 @@
+import Foundation
+import MockCloudHTTP
+import MockCloudStore
+import MockCloudTestSupport
+import MockCloudWire
+import Testing
+
+/// The facts a waiting request rests on, held to their one home: fcgiwrap's
+/// process count (`Waiting.fcgiwrapProcesses`) in the launcher and in the
+/// package's unit drop-in, room in it for one address's requests beside
+/// every wait, and nginx waiting for an answer longer than the longest wait
+/// plus the programs' own time limit.
+@Suite struct WaitingConfigurationTests {
+    /// The number after `-c` on the fcgiwrap command line in `text`.
+    static func processes(in text: String, command: String) throws -> Int {
+        let line = try #require(text.split(separator: "\n").first { $0.contains(command) && $0.contains(" -c ") },
+                                "no \(command) line with -c")
+        let after = try #require(line.components(separatedBy: " -c ").dropFirst().first)
+        return try #require(Int(after.prefix { $0.isNumber }))
+    }
+
+    @Test func theLauncherAndThePackagesUnitStartTheSameNumberOfFcgiwrapProcesses() throws {
+        let launcher = try repositoryFile("nginx/mockcloud-nginx.sh")
+        #expect(try Self.processes(in: launcher, command: "\"$fcgiwrap\" -f") == Waiting.fcgiwrapProcesses)
+        let dropIn = try repositoryFile("packaging/debian/fcgiwrap-mockcloud.conf")
+        #expect(try Self.processes(in: dropIn, command: "ExecStart=/usr/sbin/fcgiwrap") == Waiting.fcgiwrapProcesses)
+    }
+
+    @Test func everyWaitStillLeavesOneAddresssCapOfProcesses() throws {
+        let locations = try repositoryFile("nginx/mockcloud-locations.conf")
+        let line = try #require(locations.split(separator: "\n").first { $0.hasPrefix("limit_conn ") })
+        let cap = try #require(Int(line.split(separator: " ").last!.dropLast()))
+        #expect(cap == 16)
+        #expect(Waiting.fcgiwrapProcesses - Waiting.atOnce >= cap)
+    }
+
+    @Test func nginxWaitsLongerThanTheLongestWaitAndTheProgramsLimit() throws {
+        let locations = try repositoryFile("nginx/mockcloud-locations.conf")
+        let line = try #require(locations.split(separator: "\n").first { $0.contains("fastcgi_read_timeout") })
+        let seconds = try #require(Int(line.split(separator: " ").last!.dropLast(2)))  // "90s;"
+        #expect(seconds > WireLimits.waitSeconds.upperBound + Int(CGIProgram.timeLimitSeconds))
+        #expect(locations.contains("no answer within \(seconds) seconds"))
+    }
+}

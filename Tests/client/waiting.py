@@ -1,0 +1,227 @@
+"""Waiting requests (`?wait=`) meet faults, for Tests/client/run.py: a stack
+stopped while requests wait, a stack restarted under a follower, a
+compaction and a 410 during a wait. The follower here is the protocol as
+docs/API.md §4 gives it, in a few lines of Python (a wait with the last
+anchor, the same wait again after a broken connection), so that what is
+checked is the server's side; run.py checks the real clients on the same
+faults.
+
+Python 3 standard library only.
+"""
+import http.client
+import json
+import os
+import threading
+import time
+import urllib.parse
+
+from formats import read_log
+
+
+class Follower(threading.Thread):
+    """Follows `key`'s feed with waits from a device, as a client must:
+    each answer's anchor into the next wait, the same wait again after a
+    broken connection or a 5xx, a full read without exclude-source after a
+    410. `seen` lists (id, seq) of every message it was handed, in order."""
+
+    def __init__(self, box, key, device="phone-1", anchor=None, wait=20):
+        super().__init__(daemon=True)
+        self.box, self.key, self.device, self.anchor, self.wait = box, key, device, anchor, wait
+        self.seen, self.deleted, self.statuses, self.errors = [], [], [], []
+        self.resyncs = 0
+        # The device's copy: ids it holds; a full read replaces it at its end.
+        self.copy, self.reading = set(), None
+        self.stop = threading.Event()
+        self.waiting = threading.Event()
+
+    def run(self):
+        conn = None
+        full = self.anchor is None
+        while not self.stop.is_set():
+            query = {"wait": self.wait, "limit": 1000}
+            if self.anchor:
+                query["anchor"] = self.anchor
+            if not full:
+                query["exclude-source"] = self.device
+            try:
+                if conn is None:
+                    conn = http.client.HTTPSConnection("127.0.0.1", self.box.stack.port, context=self.box.http.context,
+                                                       timeout=self.wait + 30)
+                self.waiting.set()
+                conn.request("GET", "/inbox?" + urllib.parse.urlencode(query),
+                             headers={"X-User-Key": self.key, "X-Device-Id": self.device})
+                r = conn.getresponse()
+                raw = r.read()
+            except (OSError, http.client.HTTPException) as error:
+                self.errors.append(type(error).__name__)
+                if conn:
+                    conn.close()
+                conn = None
+                time.sleep(0.3)
+                continue
+            self.statuses.append(r.status)
+            if r.status == 410:
+                self.anchor, full = None, True
+                self.resyncs += 1
+                self.reading = set()
+                continue
+            if r.status != 200:
+                time.sleep(0.5)
+                continue
+            page = json.loads(raw)
+            self.seen += [(m["id"], m["seq"]) for m in page["messages"]]
+            self.deleted += [(d["id"], d["seq"]) for d in page["deleted"]]
+            self.anchor = page["anchor"]
+            if self.reading is not None:
+                self.reading |= {m["id"] for m in page["messages"]}
+                self.reading -= {d["id"] for d in page["deleted"]}
+            else:
+                self.copy |= {m["id"] for m in page["messages"]}
+                self.copy -= {d["id"] for d in page["deleted"]}
+            if not page["hasMore"]:
+                if self.reading is not None:
+                    self.copy, self.reading = self.reading, None
+                full = False
+        if conn:
+            conn.close()
+
+    def wait_for(self, ids, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if set(ids) <= {i for i, _ in self.seen}:
+                return True
+            time.sleep(0.05)
+        return False
+
+
+def put(box, key, ident, device="mirror-1", version=None, body=None):
+    headers = {} if version is None else {"X-Sync-Version": str(version)}
+    status, answer = box.request("PUT", "/inbox/" + ident, key, device=device, body=body or {"id": ident},
+                                 headers=headers)
+    assert status in (200, 201), (status, answer)
+    return answer
+
+
+def held_request(box, path, key, headers, results, index, protocol_timeout=90):
+    """One waiting request; its status (or the exception's name) lands in results[index]."""
+    conn = http.client.HTTPSConnection("127.0.0.1", box.stack.port, context=box.http.context, timeout=protocol_timeout)
+    try:
+        conn.request("GET", path, headers={"X-User-Key": key, **headers})
+        r = conn.getresponse()
+        r.read()
+        results[index] = r.status
+    except (OSError, http.client.HTTPException) as error:
+        results[index] = type(error).__name__
+    finally:
+        conn.close()
+
+
+def faults(box, checks):
+    """The checks on `box`, a stack with compaction at 8 records and a
+    tombstone horizon of 0 (every deletion expires at the next compaction)."""
+    # 1. Stopping the stack ends every wait with a clean answer or a closed connection.
+    put(box, "w-stop", "seed")
+    anchor = box.request("GET", "/inbox", "w-stop")[1]["anchor"]
+    results = [None] * 6
+    threads = []
+    for i in range(6):
+        path, headers = (("/inbox?wait=30&anchor=" + anchor, {}) if i % 2 == 0
+                         else ("/user/settings?wait=30", {"If-None-Match": "*"}))
+        threads.append(threading.Thread(target=held_request, args=(box, path, "w-stop", headers, results, i)))
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)
+    started = time.monotonic()
+    port, data = str(box.stack.port), box.stack.data
+    box.stop()
+    for thread in threads:
+        thread.join(30)
+    took = time.monotonic() - started
+    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_program_of(pid, box)]
+    problems = [f"answers: {results}"] if any(r is None or (isinstance(r, int) and r >= 500) for r in results) else []
+    if took > 15:
+        problems.append(f"the stop took {took:.1f} s")
+    if leftovers:
+        problems.append(f"programs left running: {leftovers}")
+    checks.check("the stack stopped under 6 waits: each ends with a closed connection or a clean answer, "
+                 f"none a 5xx ({', '.join(sorted(set(map(str, results))))}), no program left", problems)
+    box.stack.settings.update(MOCKCLOUD_PORT=port, MOCKCLOUD_DATA=data)
+    box.stack.start()
+
+    # 2. A follower survives a restart of the stack: nothing missed, nothing twice.
+    put(box, "w-restart", "before")
+    follower = Follower(box, "w-restart", anchor=box.request("GET", "/inbox", "w-restart")[1]["anchor"])
+    follower.start()
+    follower.waiting.wait(10)
+    time.sleep(0.5)
+    for i in range(3):
+        put(box, "w-restart", f"a{i}")
+    follower.wait_for(["a0", "a1", "a2"], 30)
+    box.restart()
+    for i in range(3):
+        put(box, "w-restart", f"b{i}")
+    got = follower.wait_for(["b0", "b1", "b2"], 60)
+    put(box, "w-restart", "own", device="phone-1")
+    put(box, "w-restart", "c0")
+    got = got and follower.wait_for(["c0"], 30)
+    follower.stop.set()
+    ids = [i for i, _ in follower.seen]
+    checks.check("a follower over a restart of the stack gets each write once, in order, and not its own",
+                 [] if got and ids == ["a0", "a1", "a2", "b0", "b1", "b2", "c0"] else
+                 [f"seen {follower.seen}, statuses {sorted(set(follower.statuses))}, errors {follower.errors[:5]}"])
+
+    # 3. A compaction during the wait: the follower's own writes make it due
+    # and do not end the wait; the next write of another device does.
+    key = "w-compact"
+    for i in range(4):
+        put(box, key, f"m{i}")
+    follower = Follower(box, key, anchor=box.request("GET", "/inbox", key)[1]["anchor"])
+    follower.start()
+    follower.waiting.wait(10)
+    time.sleep(0.5)
+    log = os.path.join(box.stack.data, "inbox", key, "changes.log")
+    before = read_log(open(log, "rb").read())[0]
+    for i in range(12):
+        put(box, key, f"own-{i}", device="phone-1")
+    time.sleep(1.0)
+    after = read_log(open(log, "rb").read())[0]
+    put(box, key, "after")
+    got = follower.wait_for(["after"], 30)
+    follower.stop.set()
+    checks.check("a compaction during a wait neither ends it nor loses the next change",
+                 [] if got and [i for i, _ in follower.seen] == ["after"] and after.records != before.records
+                 and 410 not in follower.statuses else
+                 [f"seen {follower.seen}, statuses {follower.statuses}, log records {before.records} -> {after.records}"])
+
+    # 4. A 410 during the follow: a deletion the compaction right after it
+    # drops (horizon 0) may reach the follower first or only as a 410; either
+    # way it recovers with a full read and ends with the server's state.
+    key = "w-gone"
+    for i in range(6):
+        put(box, key, f"g{i}")
+    follower = Follower(box, key)   # a full read first, then waits
+    follower.start()
+    follower.wait_for([f"g{i}" for i in range(6)], 30)
+    time.sleep(0.5)
+    for i in range(3):
+        status, _ = box.request("DELETE", f"/inbox/g{i}", key, device="mirror-1")
+        assert status == 204, status
+    for i in range(8):
+        put(box, key, f"h{i}")
+    got = follower.wait_for([f"h{i}" for i in range(8)], 30)
+    follower.stop.set()
+    follower.join(60)
+    live = set(box.http.live_messages(key))
+    checks.check(f"a follower through deletions that compaction drops ends with the server's state "
+                 f"({follower.resyncs} full read{'s' if follower.resyncs != 1 else ''} after a 410)",
+                 [] if got and follower.copy >= live and not ({"g0", "g1", "g2"} & follower.copy) else
+                 [f"copy {sorted(follower.copy)}, server {sorted(live)}, statuses {follower.statuses}"])
+
+
+def _is_program_of(pid, box):
+    """True for an inbox or user-settings program still running from box's cgi-bin."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    return exe.startswith(box.stack.cgi_bin) and os.path.basename(exe) in ("inbox", "user-settings")
