@@ -82,9 +82,10 @@ symbol-order: install
 
 ## libFuzzer + AddressSanitizer on the parsers and the CGI path (Tests/Fuzz/):
 ## build into .build/fuzz/, replay Tests/Fuzz/regressions/, then fuzz each
-## target for FUZZ_SECONDS (FUZZ_TARGETS="json cgi" for a subset).
+## target for FUZZ_SECONDS (FUZZ_TARGETS="json cgi" for a subset); `args`
+## throws argument lists at the installed command-line tools.
 FUZZ_SECONDS ?= 60
-fuzz: deps
+fuzz: deps install
 	@Tests/Fuzz/run.sh $(FUZZ_SECONDS)
 
 ## Stress tests (Tests/stress/): malformed requests through nginx + TLS,

@@ -68,6 +68,9 @@ let package = Package(
         // feed page, JSONText, the time stamps, the request limits
         // (WireLimits) and a failed write's `changed`.
         .target(name: "MockCloudWire", dependencies: ["MockCloudJSON"]),
+        // The command-line tools' one parser: a tool describes its commands,
+        // arguments and options once, and gets parsing, usage and errors.
+        .target(name: "MockCloudCommandLine"),
 
         // The server's libraries, Linux only, lowest first.
         // System calls (EINTR, partial I/O, errno), atomic file writes,
@@ -99,7 +102,7 @@ let package = Package(
         // bearer tokens. Reads its defaults through ServiceConfig.
         .target(
             name: "MockCloudAdmin",
-            dependencies: ["MockCloudSystem", "MockCloudWire", "MockCloudStore", "MockCloudConfig"]
+            dependencies: ["MockCloudSystem", "MockCloudWire", "MockCloudStore", "MockCloudConfig", "MockCloudCommandLine"]
         ),
 
         // The sync client, the library apps add by version: async/await over
@@ -119,7 +122,10 @@ let package = Package(
         ),
         // mockcloud-sync's commands (push, pull, settings), its options,
         // output and exit codes, over MockCloudClient (a Linux tool).
-        .target(name: "MockCloudSync", dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudJSON", "MockCloudWire"]),
+        .target(
+            name: "MockCloudSync",
+            dependencies: ["MockCloudClient", "MockCloudCommandLine", "MockCloudSystem", "MockCloudJSON", "MockCloudWire"]
+        ),
 
         // OpenSSL's libcrypto: MockCloudStore's SHA-256 and HMAC, and the
         // client's SHA-256 (CA fingerprints, the push state).
@@ -194,6 +200,7 @@ let package = Package(
             name: "MockCloudStoreTests",
             dependencies: ["MockCloudStore", "MockCloudJSON", "MockCloudWire", "MockCloudSystem", "MockCloudTestSupport"]
         ),
+        .testTarget(name: "MockCloudCommandLineTests", dependencies: ["MockCloudCommandLine"]),
         .testTarget(
             name: "MockCloudConfigTests",
             dependencies: ["MockCloudConfig", "MockCloudStore", "MockCloudSystem", "MockCloudTestSupport"]
@@ -215,15 +222,15 @@ let package = Package(
         .testTarget(
             name: "MockCloudAdminTests",
             dependencies: [
-                "MockCloudAdmin", "MockCloudConfig", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem",
+                "MockCloudAdmin", "MockCloudCommandLine", "MockCloudConfig", "MockCloudHTTP", "MockCloudStore", "MockCloudSystem",
                 "MockCloudTestSupport", "MockCloudHTTPTestSupport",
             ]
         ),
         .testTarget(
             name: "MockCloudClientTests",
             dependencies: [
-                "MockCloudClient", "MockCloudSync", "MockCloudJSON", "MockCloudWire", "MockCloudSystem", "MockCloudTestSupport",
-                "MockCloudReadmeExample",
+                "MockCloudClient", "MockCloudSync", "MockCloudCommandLine", "MockCloudJSON", "MockCloudWire", "MockCloudSystem",
+                "MockCloudTestSupport", "MockCloudReadmeExample",
             ]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.

@@ -109,5 +109,6 @@ restore() {
 case "$COMMAND" in
     backup) shift; backup "$@" ;;
     restore) shift; restore "$@" ;;
+    -h | --help) sed -n '2,21s/^# \{0,1\}//p' "$0" ;;
     *) sed -n '2,21s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac

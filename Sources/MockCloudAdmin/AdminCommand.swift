@@ -1,107 +1,159 @@
+import MockCloudCommandLine
 import MockCloudConfig
 import MockCloudStore
 import MockCloudSystem
 import MockCloudWire
 
-/// `mockcloud-admin`: checks and signs a data directory.
-///
-///     mockcloud-admin verify DATA_DIR    exit 1 and a line per bad file
-///     mockcloud-admin sign DATA_DIR      sign unsigned files with the first key
-///     mockcloud-admin rotate DATA_DIR    re-sign every valid file with the first key
-///     mockcloud-admin token TOKENS_FILE [LABEL] [--keys KEY,KEY...]   make a bearer token
-///
-/// Keys come from `MOCKCLOUD_HMAC_KEYS` (or `--keys FILE`), as for the programs.
+/// `mockcloud-admin`: checks and signs a data directory, makes bearer
+/// tokens, and hands the box's chores (`tls`, `doctor`, `backup`,
+/// `restore`) to its scripts (AdminScripts). Keys come from
+/// `MOCKCLOUD_HMAC_KEYS` (or `--keys FILE`), as for the programs.
 package struct AdminCommand {
-    package static let usage = """
-        usage: mockcloud-admin verify|sign|rotate [--keys FILE] [--require] DATA_DIR
-               mockcloud-admin token TOKENS_FILE [LABEL] [--keys KEY,KEY...]
-               mockcloud-admin tls [--dir DIR] ensure|renew [NAME...] | tls [--dir DIR] show [OUT.crt]
-               mockcloud-admin doctor [--url https://HOST:PORT]
-               mockcloud-admin backup DATA_DIR FILE.tar | restore FILE.tar DATA_DIR
-               mockcloud-admin settings
-          verify   check every stored document's MAC; exit 1 and name each bad file
-          sign     sign unsigned (legacy) documents with the first key
-          rotate   re-sign every valid document with the first key (after adding a new first key)
-          token    make a bearer token: print it once, append only its SHA-256 to TOKENS_FILE (0600);
-                   with --keys it may use only those X-User-Keys, without it every key
-          tls      the local CA (DIR: /etc/mockcloud/tls) and the server certificate it signs;
-                   show writes the CA certificate for the phone and says how to trust it
-          doctor   check the installation: one line per problem with its fix; exit 1 on any
-          backup   a consistent snapshot while serving; restore: into an empty data directory
-          settings every setting the service reads: name, default, who reads it, what it does
-        Keys: --keys FILE or MOCKCLOUD_HMAC_KEYS. --require (or MOCKCLOUD_HMAC_REQUIRE=1):
-        verify counts unsigned documents as bad.
-        """
-
-    /// The commands that work on a data directory.
-    enum DataCommand: String {
-        case verify, sign, rotate
+    /// What a command line asks for.
+    package enum Action: Sendable {
+        case verify, sign, rotate, token, tlsEnsure, tlsRenew, tlsShow, doctor, backup, restore, settings
     }
 
-    /// Lines for stdout and stderr, and the exit status.
+    private static let keyFile = Option.value("--keys", "FILE", "verify, sign, rotate: the HMAC key file (else MOCKCLOUD_HMAC_KEYS)")
+    private static let require = Option.flag("--require", "verify: unsigned documents are bad (or MOCKCLOUD_HMAC_REQUIRE=1)")
+    private static let tlsDirectory = Option.value("--dir", "DIR", "tls: the CA's folder (default /etc/mockcloud/tls)")
+
+    /// The command line, described once: parsing, usage and errors.
+    package static let tool = CommandLineTool<Action>(
+        name: "mockcloud-admin",
+        commands: [
+            .init("verify", .verify, arguments: [Argument("DATA_DIR")], options: [keyFile, require],
+                  summary: "check every stored document's MAC; exit 1 and name each bad file"),
+            .init("sign", .sign, arguments: [Argument("DATA_DIR")], options: [keyFile, require],
+                  summary: "sign unsigned (legacy) documents with the first key"),
+            .init("rotate", .rotate, arguments: [Argument("DATA_DIR")], options: [keyFile, require],
+                  summary: "re-sign every valid document with the first key (after adding a new first key)"),
+            .init("token", .token, arguments: [Argument("TOKENS_FILE"), Argument("LABEL", .optional)],
+                  options: [.value("--keys", "KEY,KEY...", "token: the only X-User-Keys it may use (else every key)")],
+                  summary: "make a bearer token: print it once, append only its SHA-256 to TOKENS_FILE (0600);\n"
+                      + "with --keys it may use only those X-User-Keys, without it every key"),
+            .init("tls ensure", .tlsEnsure, arguments: [Argument("NAME", .many)], options: [tlsDirectory],
+                  summary: "make what is missing of the local CA and the server certificate it signs;\n"
+                      + "a new certificate when the names changed or it ends within 30 days"),
+            .init("tls renew", .tlsRenew, arguments: [Argument("NAME", .many)], options: [tlsDirectory],
+                  summary: "a new server certificate now"),
+            .init("tls show", .tlsShow, arguments: [Argument("OUT.crt", .optional)], options: [tlsDirectory],
+                  summary: "where the CA is; writes the CA certificate for the phone (./mockcloud-ca.crt)\n"
+                      + "and says how to trust it", isDefault: true),
+            .init("doctor", .doctor,
+                  options: [.value("--url", "https://HOST:PORT", "doctor: also a live GET through nginx there")],
+                  summary: "check the installation: one line per problem with its fix; exit 1 on any"),
+            .init("backup", .backup, arguments: [Argument("DATA_DIR"), Argument("FILE.tar")],
+                  summary: "a consistent snapshot while serving"),
+            .init("restore", .restore, arguments: [Argument("FILE.tar"), Argument("DATA_DIR")],
+                  summary: "a backup into an empty data directory (every anchor then gets 410)"),
+            .init("settings", .settings, summary: "every setting the service reads: name, default, who reads it, what it does"),
+        ],
+        notes: "-h or --help after tls, doctor, backup or restore: that command's own help.")
+
+    package static var usage: String { tool.usage }
+
+    /// Lines for stdout and stderr, and the exit status; or the script to
+    /// replace this process with (`script`).
     package struct Result: Equatable {
         package var output: [String] = []
         package var errors: [String] = []
         package var status: Int32 = 0
+        /// `tls`, `doctor`, `backup`, `restore`: the script and its arguments.
+        package var script: ScriptRun?
+    }
+
+    /// A script to run in this process's place (AdminScripts.exec).
+    package struct ScriptRun: Equatable {
+        package var name: String
+        package var arguments: [String]
+
+        package init(name: String, arguments: [String]) {
+            self.name = name
+            self.arguments = arguments
+        }
     }
 
     /// Runs the command line `arguments` (without the program name).
     package static func run(_ arguments: [String], environment: Environment) -> Result {
-        var result = Result()
-        var rest = arguments
-        var keyFile = ServiceConfig.signingKeyFile(environment)
-        var require: Bool
+        let parsed: ParsedCommand<Action>
         do {
-            require = try ServiceConfig.requiresSigned(environment)
+            switch try tool.parse(arguments) {
+            case .help(let command):
+                if let command, let name = scriptName(command.action) {
+                    return Result(script: ScriptRun(name: name, arguments: ["--help"]))
+                }
+                return Result(output: lines(usage))
+            case .run(let command):
+                parsed = command
+            }
+        } catch {
+            return Result(errors: ["mockcloud-admin: \(error)"] + lines(usage), status: 2)
+        }
+        switch parsed.action {
+        case .settings:
+            return Result(output: Setting.all.map { "\($0.name)\t\($0.defaultValue)\t\($0.reader.rawValue)\t\($0.meaning)" })
+        case .token:
+            return token(file: parsed.argument("TOKENS_FILE") ?? "", label: parsed.argument("LABEL") ?? "", keys: parsed.value("--keys"))
+        case .verify, .sign, .rotate:
+            return data(parsed, environment: environment)
+        case .tlsEnsure, .tlsRenew, .tlsShow:
+            let directory = parsed.value("--dir").map { ["--dir", $0] } ?? []
+            let rest = parsed.all("NAME") + (parsed.argument("OUT.crt").map { [$0] } ?? [])
+            return Result(script: ScriptRun(name: "tls.sh", arguments: directory + [parsed.command.words[1]] + rest))
+        case .doctor:
+            return Result(script: ScriptRun(name: "doctor.sh", arguments: parsed.value("--url").map { ["--url", $0] } ?? []))
+        case .backup:
+            return Result(script: ScriptRun(
+                name: "backup.sh", arguments: ["backup", parsed.argument("DATA_DIR") ?? "", parsed.argument("FILE.tar") ?? ""]))
+        case .restore:
+            return Result(script: ScriptRun(
+                name: "backup.sh", arguments: ["restore", parsed.argument("FILE.tar") ?? "", parsed.argument("DATA_DIR") ?? ""]))
+        }
+    }
+
+    /// The script that does `action` (AdminScripts), nil for what this
+    /// program does itself.
+    private static func scriptName(_ action: Action) -> String? {
+        switch action {
+        case .tlsEnsure, .tlsRenew, .tlsShow: return "tls.sh"
+        case .doctor: return "doctor.sh"
+        case .backup, .restore: return "backup.sh"
+        case .verify, .sign, .rotate, .token, .settings: return nil
+        }
+    }
+
+    /// verify, sign, rotate: the data directory against the key file.
+    private static func data(_ parsed: ParsedCommand<Action>, environment: Environment) -> Result {
+        var result = Result()
+        let root = parsed.argument("DATA_DIR") ?? ""
+        let require: Bool
+        do {
+            require = try parsed.isSet("--require") || ServiceConfig.requiresSigned(environment)
         } catch {
             return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
         }
-        // `--keys`: the key file for verify/sign/rotate, the user keys for token.
-        var keysOption: String?
-        var positional: [String] = []
-        while !rest.isEmpty {
-            let argument = rest.removeFirst()
-            switch argument {
-            case "--keys" where !rest.isEmpty:
-                keysOption = rest.removeFirst()
-                keyFile = keysOption
-            case "--require": require = true
-            case "-h", "--help":
-                result.output = usage.split(separator: "\n").map(String.init)
-                return result
-            default: positional.append(argument)
-            }
-        }
-        if positional == ["settings"] {
-            result.output = Setting.all.map { "\($0.name)\t\($0.defaultValue)\t\($0.reader.rawValue)\t\($0.meaning)" }
-            return result
-        }
-        if positional.first == "token", (2...3).contains(positional.count) {
-            return token(file: positional[1], label: positional.count == 3 ? positional[2] : "", keys: keysOption)
-        }
-        guard positional.count == 2, let command = DataCommand(rawValue: positional[0]) else {
-            return Result(errors: usage.split(separator: "\n").map(String.init), status: 2)
-        }
-        let root = positional[1]
-        guard let keyFile, !keyFile.isEmpty else {
+        guard let keyFile = parsed.value("--keys") ?? ServiceConfig.signingKeyFile(environment), !keyFile.isEmpty else {
             return Result(errors: ["mockcloud-admin: no keys: set MOCKCLOUD_HMAC_KEYS or pass --keys FILE"], status: 2)
         }
-        if command != .verify, let problem = becomeOwner(of: root) {
+        if parsed.action != .verify, let problem = becomeOwner(of: root) {
             return Result(errors: [problem], status: 2)
         }
         do {
             let integrity = Integrity(keys: try SigningKeys.load(path: keyFile), requireSigned: require)
             let documents = try DataDirectory.documents(root: root, integrity: integrity)
-            switch command {
-            case .verify: verify(documents, integrity, into: &result)
-            case .sign: sign(documents, integrity, root: root, rotate: false, into: &result)
-            case .rotate: sign(documents, integrity, root: root, rotate: true, into: &result)
+            if parsed.action == .verify {
+                verify(documents, integrity, into: &result)
+            } else {
+                sign(documents, integrity, root: root, rotate: parsed.action == .rotate, into: &result)
             }
         } catch {
             return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
         }
         return result
     }
+
+    private static func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
 
     /// As root, `sign` and `rotate` work as the data directory's owner (the
     /// user the programs serve as): the MAC sidecars they write are then that

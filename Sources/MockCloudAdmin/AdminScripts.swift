@@ -4,24 +4,13 @@ import MockCloudSystem
 /// The subcommands that drive the box rather than the data (`tls`, `doctor`,
 /// `backup`, `restore`) are shell scripts beside the program: they run
 /// openssl, `nginx -t`, flock(1) and tar, which a shell does plainly and
-/// which the CGI programs must never link. `mockcloud-admin` finds the script
-/// and replaces itself with it.
+/// which the CGI programs must never link. `mockcloud-admin` checks the
+/// command line (AdminCommand), finds the script and replaces itself with it.
 ///
 /// Where: `$MOCKCLOUD_ADMIN_SCRIPTS`; else beside the executable as the
 /// package installs it (`/usr/bin/../lib/mockcloud/admin`), or as a checkout
 /// has it (`cgi-bin/../admin`, `.build/release/../../admin`).
 package enum AdminScripts {
-    /// The script and its leading arguments for `command`, or nil when the
-    /// command is not one of them.
-    package static func script(for command: String) -> (name: String, arguments: [String])? {
-        switch command {
-        case "tls": return ("tls.sh", [])
-        case "doctor": return ("doctor.sh", [])
-        case "backup", "restore": return ("backup.sh", [command])
-        default: return nil
-        }
-    }
-
     /// Replaces this process with the script `name`; returns only when it
     /// cannot, with the line to print.
     package static func exec(_ name: String, _ arguments: [String], environment: Environment) -> String {

@@ -133,32 +133,57 @@ extension MockCloudClient {
 
     /// One `GET /inbox` page; nil for 410.
     func feedPage(after anchor: Anchor?, limit: Int, excludeOwn: Bool) async throws -> FeedPage? {
+        guard case .page(let page) = try await feedRead(after: anchor, limit: limit, excludeOwn: excludeOwn) else { return nil }
+        return page
+    }
+
+    /// A feed read's answer: a page, or 410 and why (nil: the server did not say).
+    enum FeedRead {
+        case page(FeedPage)
+        case gone(AnchorGone?)
+    }
+
+    /// One `GET /inbox` page, or the 410's reason.
+    func feedRead(after anchor: Anchor?, limit: Int, excludeOwn: Bool) async throws -> FeedRead {
         var target = "/inbox?limit=\(limit)"
         if let anchor { target += "&anchor=" + anchor.rawValue }
         if excludeOwn, let device = configuration.deviceID { target += "&exclude-source=" + device.rawValue }
         let response = try await exchange(HTTPRequest(method: "GET", target: target), .safe)
-        if response.status == 410 { return nil }
+        if response.status == 410 { return .gone((try? Self.object(response))?["reason"]?.stringValue.flatMap(AnchorGone.init)) }
         guard response.status == 200 else { throw Self.refusal(response) }
         guard let page = FeedPage(try Self.object(response)) else {
             throw ClientError.badAnswer("a feed page without messages, deleted, anchor or hasMore, or with a malformed entry")
         }
-        return page
+        return .page(page)
     }
+}
+
+/// Where `catchUp(from:)` ended.
+public enum CatchUp: Sendable, Equatable {
+    /// At the end of the feed now: the anchor to keep.
+    case end(Anchor)
+    /// 410: the server cannot answer from the anchor, and why (nil: it did
+    /// not say; an older server).
+    case gone(AnchorGone?)
 }
 
 extension MockCloudClient {
     /// The anchor at the end of the feed now, read from `anchor` onwards
-    /// with this device's own writes skipped; nil when the server cannot
-    /// answer from `anchor` (410: the inbox was restored or rebuilt, or
-    /// deletions after it were compacted away). A writer that keeps this
-    /// anchor learns on its next run that acknowledged writes may be gone.
-    public func catchUp(from anchor: Anchor?) async throws -> Anchor? {
+    /// with this device's own writes skipped; or why the server cannot
+    /// answer from `anchor` (410). A writer that keeps this anchor learns on
+    /// its next run whether acknowledged writes may be gone: `.compacted`
+    /// says they are not (the inbox is the same one), `.replaced` and
+    /// `.ahead` that they may be.
+    public func catchUp(from anchor: Anchor?) async throws -> CatchUp {
         var anchor = anchor
         while true {
-            guard let page = try await feedPage(after: anchor, limit: WireLimits.feedPageSizes.upperBound, excludeOwn: configuration.deviceID != nil)
-            else { return nil }
-            anchor = page.anchor
-            if !page.hasMore { return page.anchor }
+            switch try await feedRead(after: anchor, limit: WireLimits.feedPageSizes.upperBound, excludeOwn: configuration.deviceID != nil) {
+            case .gone(let reason):
+                return .gone(reason)
+            case .page(let page):
+                if !page.hasMore { return .end(page.anchor) }
+                anchor = page.anchor
+            }
         }
     }
 }

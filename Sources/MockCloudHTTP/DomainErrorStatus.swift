@@ -192,16 +192,19 @@ extension InboxError: HTTPResponseError {
         case .inboxFull(let limit):
             return "inbox full: this key already holds \(limit) messages; delete some first"
         case .malformedAnchor: return "malformed anchor: pass back exactly the anchor a previous page returned"
-        case .anchorNotAnswerable(let reason): return "\(reason); restart without an anchor"
+        case .anchorNotAnswerable: return "\(description); restart without an anchor"
         case .damagedLog: return "the inbox's change log is damaged; see the server log"
         case .damagedMessage: return "a stored message is damaged; see the server log"
         }
     }
 
-    /// The stored message beside a conflict.
+    /// The stored message beside a conflict; why, beside a 410.
     package var extraMembers: [JSONMember] {
-        if case .lowerVersion(_, let current) = self { return [JSONMember("current", current.json)] }
-        return []
+        switch self {
+        case .lowerVersion(_, let current): return [JSONMember("current", current.json)]
+        case .anchorNotAnswerable(let reason): return [JSONMember("reason", .string(reason.rawValue))]
+        default: return []
+        }
     }
 
     package var logDetail: String? {

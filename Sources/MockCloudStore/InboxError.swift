@@ -5,7 +5,7 @@ package enum InboxError: Error, CustomStringConvertible {
     case lowerVersion(incoming: Int64, current: Envelope)
     case inboxFull(limit: Int)
     case malformedAnchor
-    case anchorNotAnswerable(reason: String)
+    case anchorNotAnswerable(AnchorGone)
     case damagedLog(path: String)
     case damagedMessage(path: String)
 
@@ -16,7 +16,9 @@ package enum InboxError: Error, CustomStringConvertible {
         case .lowerVersion(let incoming, let current): return "version \(incoming) is lower than the stored \(current.version)"
         case .inboxFull(let limit): return "the inbox holds its limit of \(limit) messages"
         case .malformedAnchor: return "malformed anchor"
-        case .anchorNotAnswerable(let reason): return reason
+        case .anchorNotAnswerable(.compacted): return "anchor is older than the deletions this inbox still keeps"
+        case .anchorNotAnswerable(.replaced): return "anchor belongs to an inbox that no longer exists"
+        case .anchorNotAnswerable(.ahead): return "anchor is newer than anything stored"
         case .damagedLog(let path): return "\(path): not a valid change log"
         case .damagedMessage(let path): return "\(path): not a valid message envelope"
         }

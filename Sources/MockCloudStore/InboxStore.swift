@@ -253,7 +253,7 @@ package struct InboxStore: Sendable {
     package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: DeviceID?) throws -> FeedPage {
         func empty() throws -> FeedPage {
             if let anchor, anchor != .beginning {
-                throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
+                throw InboxError.anchorNotAnswerable(.ahead)
             }
             return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
         }
@@ -308,14 +308,14 @@ package struct InboxStore: Sendable {
         if let anchor = given {
             let handedOutEmpty = anchor.generation == Anchor.beginning.generation
             if handedOutEmpty ? anchor != .beginning : anchor.generation != header.generation {
-                throw InboxError.anchorNotAnswerable(reason: "anchor belongs to an inbox that no longer exists")
+                throw InboxError.anchorNotAnswerable(.replaced)
             }
             if anchor.seq > (try log.lastSeq()) || anchor.epoch > header.epoch {
-                throw InboxError.anchorNotAnswerable(reason: "anchor is newer than anything stored")
+                throw InboxError.anchorNotAnswerable(.ahead)
             }
             // Issued before a compaction that dropped deletions it had not seen.
             if anchor.epoch < header.epoch, anchor.seq < header.compactedThrough {
-                throw InboxError.anchorNotAnswerable(reason: "anchor is older than the deletions this inbox still keeps")
+                throw InboxError.anchorNotAnswerable(.compacted)
             }
         }
         let anchor = given ?? .beginning

@@ -1,3 +1,5 @@
+import MockCloudSystem
+
 /// Why a private file (the HMAC key file, the token file) cannot be used.
 /// Every request then fails; the server log and the admin tool
 /// name the problem (`detail`), clients learn only that the server is
@@ -14,16 +16,11 @@ package enum KeyFileError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .unreadable(let path, let reason, let file): return "\(file) \(path) cannot be read: \(reason)"
         case .tooOpen(let path, let mode, let file):
-            return "\(file) \(path) is readable by group or others (mode \(Self.octal(mode))); run chmod 600 \(path)"
+            return "\(file) \(path) \(OwnerOnlyFile.TooOpen(path: path, mode: mode).problem)"
         case .malformed(let path, let line, let reason, let file): return "\(file) \(path), line \(line): \(reason)"
         case .noKeys(let path): return "\(PrivateFile.Kind.hmacKeys) \(path) holds no key"
         }
     }
 
     package var description: String { detail }
-
-    static func octal(_ mode: UInt32) -> String {
-        let digits = String(mode & 0o7777, radix: 8)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-    }
 }

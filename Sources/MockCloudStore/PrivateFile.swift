@@ -20,11 +20,9 @@ package enum PrivateFile {
     /// Reads a file whose mode must not let group or others read it.
     package static func read(_ path: String, _ file: Kind) throws -> [UInt8] {
         do {
-            let fd = try Sys.open(path, .readOnly)
-            defer { Sys.close(fd) }
-            let mode = try Sys.mode(fd, path: path)
-            if mode & 0o077 != 0 { throw KeyFileError.tooOpen(path: path, mode: mode, file: file) }
-            return try Sys.readAll(fd, path: path, limit: 1 << 20)
+            return try OwnerOnlyFile.read(path, limit: 1 << 20)
+        } catch let error as OwnerOnlyFile.TooOpen {
+            throw KeyFileError.tooOpen(path: path, mode: error.mode, file: file)
         } catch let error as SystemError {
             throw KeyFileError.unreadable(path: path, reason: error.errno.description, file: file)
         }

@@ -35,6 +35,12 @@ struct Output {
         }
     }
 
+    /// The usage after a command-line error, on stderr.
+    mutating func usage(_ text: String) {
+        endProgress()
+        write(.standardError, text + "\n")
+    }
+
     /// A line on stderr.
     mutating func error(_ text: String) {
         endProgress()

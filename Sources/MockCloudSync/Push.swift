@@ -17,10 +17,16 @@ import MockCloudWire
 ///   where the acknowledgements stopped.
 /// - With `--delete`, a recorded id whose file is gone is deleted on the server.
 /// - `.mockcloud-sync-push-anchor` is where the feed ended after the last
-///   push (`catchUp`). When the server cannot answer from it (410: its
-///   inbox was restored from a backup, or rebuilt), acknowledgements may
-///   have been lost with it: the record is dropped and every file is sent
-///   again (unchanged ones answer 200 and change nothing).
+///   push (`catchUp`). When the server cannot answer from it, its 410 says
+///   why (docs/API.md §4):
+///   - `compacted`: routine compaction dropped deletions after it. The
+///     inbox is the same one and still holds what it acknowledged: the
+///     record stands, and the anchor is renewed by reading the feed again.
+///   - `replaced` (restored from a backup, or rebuilt), `ahead` (put back
+///     from an older copy), or no reason (an older server):
+///     acknowledgements may have been lost with it, so the record is
+///     dropped and every file is sent again (unchanged ones answer 200 and
+///     change nothing).
 struct Push {
     let client: MockCloudClient
     let directory: String
@@ -32,12 +38,16 @@ struct Push {
         let folder = Folder(path: directory)
         var state = try folder.readState(Self.stateName)
         let anchors = FileAnchorStore(directory: directory, name: Self.anchorName)
-        var resent = false
-        if !state.isEmpty, try await client.catchUp(from: try anchors.load()) == nil {
-            state = [:]
-            resent = true
-            try anchors.save(nil)
-            try folder.writeState(Self.stateName, state)
+        var recovery = Recovery.none
+        if !state.isEmpty, case .gone(let reason) = try await client.catchUp(from: try anchors.load()) {
+            try anchors.save(nil)  // renewed by a full read below
+            if reason == .compacted {
+                recovery = .reread
+            } else {
+                recovery = .resent(reason)
+                state = [:]
+                try folder.writeState(Self.stateName, state)
+            }
         }
         var items: [UploadItem] = []
         var problems: [String] = []
@@ -101,20 +111,70 @@ struct Push {
                 problems.append("\(items[index].id).json: refused (\(status)): \(error)")
             }
         }
-        if items.count > 0 || resent || (try? anchors.load()) == nil {
-            let end = try await client.catchUp(from: try anchors.load())
-            try anchors.save(end == nil ? try await client.catchUp(from: nil) : end)
+        if items.count > 0 || recovery != .none || (try? anchors.load()) == nil {
+            switch try await client.catchUp(from: try anchors.load()) {
+            case .end(let anchor):
+                try anchors.save(anchor)
+            case .gone(.compacted):
+                guard case .end(let anchor) = try await client.catchUp(from: nil) else { break }
+                try anchors.save(anchor)
+            case .gone:
+                // Replaced while this push ran: what it acknowledged may be
+                // gone too. The next run sends everything.
+                state = [:]
+                try folder.writeState(Self.stateName, state)
+                try anchors.save(nil)
+                problems.append("the server's inbox was replaced during this push (a restore?): run it again to send everything again")
+            }
         }
         for problem in problems.prefix(20) { output.error(problem) }
         if problems.count > 20 { output.error("... and \(problems.count - 20) more") }
         output.result(
             "push: \(names.count) files, \(items.count) sent, \(stored) stored, \(deleted) deleted, "
                 + "\(unchanged) unchanged, \(conflicts) conflicts, \(problems.count - conflicts) refused"
-                + (resent ? " (the server lost its state: everything sent again)" : ""),
+                + recovery.note,
             [("command", .string("push")), ("files", .int(names.count)), ("sent", .int(items.count)),
              ("stored", .int(stored)), ("deleted", .int(deleted)), ("unchanged", .int(unchanged)),
              ("conflicts", .int(conflicts)), ("refused", .int(problems.count - conflicts)),
-             ("resent", .bool(resent)), ("problems", .array(problems.map { .string($0) }))])
+             ("resent", .bool(recovery.resent)), ("reread", .bool(recovery == .reread)),
+             ("anchorGone", recovery.reason.map { .string($0.rawValue) } ?? .null),
+             ("problems", .array(problems.map { .string($0) }))])
         return problems.isEmpty ? SyncCommand.done : SyncCommand.notAllStored
+    }
+}
+
+/// What the anchor kept from the last push told, when the server could not
+/// answer from it.
+enum Recovery: Equatable {
+    /// It answered (or there was nothing to check).
+    case none
+    /// 410 `compacted`: the feed read again for a new anchor, nothing resent.
+    case reread
+    /// 410 for another reason (nil: none given): everything sent again.
+    case resent(AnchorGone?)
+
+    var resent: Bool {
+        if case .resent = self { return true }
+        return false
+    }
+
+    /// The reason the server gave.
+    var reason: AnchorGone? {
+        switch self {
+        case .none: return nil
+        case .reread: return .compacted
+        case .resent(let reason): return reason
+        }
+    }
+
+    /// For the summary line.
+    var note: String {
+        switch self {
+        case .none: return ""
+        case .reread: return " (the server compacted its feed past the last push's anchor: read the feed again, nothing sent again)"
+        case .resent(.replaced?): return " (the server's inbox was restored from a backup or rebuilt: everything sent again)"
+        case .resent(.ahead?): return " (the server lost writes it had acknowledged: everything sent again)"
+        case .resent: return " (the server cannot answer from the last push's anchor: everything sent again)"
+        }
     }
 }

@@ -28,23 +28,33 @@ public enum SyncCommand {
     /// acknowledged is recorded, so running again resumes.
     static let interrupted: Int32 = 130
 
-    /// Runs the command line; returns the exit status.
-    public static func main(_ arguments: [String]) async -> Int32 {
+    /// Runs the command line; returns the exit status. `environment` looks
+    /// a variable up (the token's, `MOCKCLOUD_SYNC_TOKEN`).
+    public static func main(_ arguments: [String], environment: (String) -> String?) async -> Int32 {
         let options: SyncOptions
         do {
-            options = try SyncOptions(arguments)
+            switch try SyncOptions.tool.parse(arguments) {
+            case .help:
+                var output = Output(json: false)
+                output.result(SyncOptions.usage, [])
+                return done
+            case .run(let parsed):
+                options = try SyncOptions(parsed, environment: environment)
+            }
         } catch {
             var output = Output(json: false)
-            if !error.message.isEmpty { output.error(error.message) }
-            output.result(SyncOptions.usage, [])
-            return error.message.isEmpty ? done : usage
+            output.error("\(error)")
+            output.usage(SyncOptions.usage)
+            return usage
         }
         var output = Output(json: options.json)
         do {
+            let token = try options.token?.read()
             let trust = try TrustAnchor(caFile: options.caFile, expectedSHA256: options.caSHA256)
             let transport = try CurlTransport(baseURL: options.url, trust: trust)
             let client = MockCloudClient(
-                configuration: ClientConfiguration(userKey: options.userKey, deviceID: options.deviceID, token: options.token),
+                configuration: ClientConfiguration(
+                    userKey: options.userKey, deviceID: options.deviceID, token: token),
                 transport: transport)
             switch options.command {
             case .push(let directory):

@@ -1,8 +1,9 @@
 import Foundation
-import MockCloudClient
+import MockCloudCommandLine
 import MockCloudWire
 
-/// What `mockcloud-sync` was asked to do, from its arguments.
+/// What `mockcloud-sync` was asked to do, from its arguments and the
+/// environment (`MOCKCLOUD_SYNC_TOKEN`).
 struct SyncOptions {
     enum Command: Equatable {
         case push(directory: String)
@@ -14,123 +15,128 @@ struct SyncOptions {
         case settingsMerge(file: String, editedAt: Date)
     }
 
+    /// Where the bearer token comes from (none: a box without tokens).
+    enum TokenSource: Equatable {
+        case file(String)
+        case environment(String)
+    }
+
     var command: Command
     var url: String
     var caFile: String
     var caSHA256: String?
-    var token: String?
+    var token: TokenSource?
     var userKey: UserKey
     var deviceID: DeviceID?
-    var json = false
+    var json: Bool
     /// push: delete on the server what was pushed from files now gone.
-    var deleteMissing = false
+    var deleteMissing: Bool
     /// pull: skip this device's own writes in incremental reads.
-    var excludeOwn = false
+    var excludeOwn: Bool
     var ifMatch: String?
 
-    static let usage = """
-        usage: mockcloud-sync push DIR        [--delete]
-               mockcloud-sync pull DIR        [--exclude-own]
-               mockcloud-sync settings get
-               mockcloud-sync settings put FILE   [--if-match ETAG]
-               mockcloud-sync settings patch FILE [--if-match ETAG]
-               mockcloud-sync settings merge FILE --edited-at TIME
-        options: --url https://BOX:8443 --ca CA.crt [--ca-sha256 HEX] --user-key KEY
-                 [--device-id ID] [--token TOKEN] [--json]
-        merge: FILE holds the members edited at TIME (2026-05-18T10:01:00Z), each merged
-               by its own time: a member edited later on the box keeps the box's value
-        exit: 0 done; 1 not everything was stored (409, 412, a refused item, a member
-              the box kept on a merge);
-              2 usage; 3 a local file; 4 the server's certificate was not trusted;
-              5 the server was unavailable after every retry; 6 the server refused
-              the request; 7 an answer that was not understood
-        """
+    /// The variable that may hold the bearer token.
+    static let tokenVariable = "MOCKCLOUD_SYNC_TOKEN"
 
-    /// Parses `arguments`; throws the sentence to print before the usage.
-    init(_ arguments: [String]) throws(UsageError) {
-        var positional: [String] = []
-        var values: [String: String] = [:]
-        var flags: Set<String> = []
-        let valued: Set<String> = [
-            "--url", "--ca", "--ca-sha256", "--token", "--user-key", "--device-id", "--if-match", "--edited-at",
-        ]
-        let boolean: Set<String> = ["--json", "--delete", "--exclude-own"]
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            if argument == "-h" || argument == "--help" { throw UsageError("") }
-            let (name, inline) = argument.split(separator: "=", maxSplits: 1).map(String.init).pair
-            if valued.contains(name) {
-                if let inline {
-                    values[name] = inline
-                } else {
-                    guard index < arguments.count else { throw UsageError("\(name) needs a value") }
-                    values[name] = arguments[index]
-                    index += 1
-                }
-            } else if boolean.contains(argument) {
-                flags.insert(argument)
-            } else if argument.hasPrefix("--") {
-                throw UsageError("unknown option \(argument)")
-            } else {
-                positional.append(argument)
-            }
-        }
-        switch (positional.first, positional.count) {
-        case ("push", 2): command = .push(directory: positional[1])
-        case ("pull", 2): command = .pull(directory: positional[1])
-        case ("settings", 2) where positional[1] == "get": command = .settingsGet
-        case ("settings", 3) where positional[1] == "put": command = .settingsPut(file: positional[2])
-        case ("settings", 3) where positional[1] == "patch": command = .settingsPatch(file: positional[2])
-        case ("settings", 3) where positional[1] == "merge":
-            guard let text = values["--edited-at"] else {
-                throw UsageError("settings merge needs --edited-at TIME: when the members in the file were edited")
-            }
+    enum Action: Sendable { case push, pull, settingsGet, settingsPut, settingsPatch, settingsMerge }
+
+    /// The command line, described once: parsing, usage and errors.
+    static let tool = CommandLineTool<Action>(
+        name: "mockcloud-sync",
+        commands: [
+            .init("push", .push, arguments: [Argument("DIR")],
+                  options: [.flag("--delete", "push: delete on the server what was pushed from files now gone")],
+                  summary: "every DIR/<id>.json becomes message <id> (version: its syncVersion)"),
+            .init("pull", .pull, arguments: [Argument("DIR")],
+                  options: [.flag("--exclude-own", "pull: skip this device's own writes in incremental reads")],
+                  summary: "the feed into DIR/<id>.json, deletions applied"),
+            .init("settings get", .settingsGet, summary: "print the stored settings (and their ETag on stderr)"),
+            .init("settings put", .settingsPut, arguments: [Argument("FILE")], options: [ifMatchOption],
+                  summary: "store the JSON object in FILE"),
+            .init("settings patch", .settingsPatch, arguments: [Argument("FILE")], options: [ifMatchOption],
+                  summary: "merge-patch the stored settings with FILE"),
+            .init("settings merge", .settingsMerge, arguments: [Argument("FILE")],
+                  options: [.value("--edited-at", "TIME", required: true,
+                                   "when the members in FILE were edited (2026-05-18T10:01:00Z)")],
+                  summary: "merge each member in FILE by its own edit time: one edited later on the box keeps the box's value"),
+        ],
+        commonOptions: [
+            .value("--url", "https://BOX:8443", required: true, "the box (HTTPS only)"),
+            .value("--ca", "CA.crt", required: true, "the box's CA certificate (mockcloud-admin tls show), the only one trusted"),
+            .value("--ca-sha256", "HEX", "the CA certificate's SHA-256, as mockcloud-admin tls show prints it"),
+            .value("--user-key", "KEY", required: true, "the X-User-Key, ^[A-Za-z0-9_-]{1,128}$"),
+            .value("--device-id", "ID", "this device's X-Device-Id, ^[A-Za-z0-9_-]{1,128}$"),
+            .value("--token-file", "FILE", "the bearer token, in a file only its owner can read (chmod 600)"),
+            .flag("--json", "print one JSON object for scripts"),
+            .refused("--token", "--token would show the token in ps and in shell history: put it in a file only you can read "
+                + "and pass --token-file FILE, or set \(tokenVariable)"),
+        ],
+        notes: """
+            token: --token-file FILE, else the environment's \(tokenVariable); neither: no token.
+            exit: 0 done; 1 not everything was stored (409, 412, a refused item, a member
+                  the box kept on a merge);
+                  2 usage; 3 a local file; 4 the server's certificate was not trusted;
+                  5 the server was unavailable after every retry; 6 the server refused
+                  the request; 7 an answer that was not understood; 130 interrupted
+            """)
+
+    private static let ifMatchOption = Option.value("--if-match", "ETAG", "write only if the stored settings have this ETag")
+
+    static var usage: String { tool.usage }
+
+    /// The options of a parsed command line; throws the sentence to print
+    /// before the usage when a value has the wrong shape. `environment`
+    /// looks a variable up.
+    init(_ parsed: ParsedCommand<Action>, environment: (String) -> String?) throws {
+        switch parsed.action {
+        case .push: command = .push(directory: parsed.argument("DIR") ?? "")
+        case .pull: command = .pull(directory: parsed.argument("DIR") ?? "")
+        case .settingsGet: command = .settingsGet
+        case .settingsPut: command = .settingsPut(file: parsed.argument("FILE") ?? "")
+        case .settingsPatch: command = .settingsPatch(file: parsed.argument("FILE") ?? "")
+        case .settingsMerge:
+            let text = parsed.value("--edited-at") ?? ""
             guard let micros = Timestamp.parse(text) else {
                 throw UsageError("--edited-at \(text) is not a time stamp such as 2026-05-18T10:01:00Z or 20260518T100100Z")
             }
-            guard values["--if-match"] == nil else {
-                throw UsageError("--if-match does not apply to settings merge: each member is merged by its own time")
-            }
-            command = .settingsMerge(file: positional[2], editedAt: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
-        default: throw UsageError(positional.isEmpty ? "no command" : "unknown command: \(positional.joined(separator: " "))")
+            command = .settingsMerge(
+                file: parsed.argument("FILE") ?? "", editedAt: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
         }
-        guard let url = values["--url"], url.hasPrefix("https://") else {
-            throw UsageError("--url https://BOX:PORT is required (HTTPS only)")
+        guard let url = parsed.value("--url"), url.hasPrefix("https://"), url.utf8.count > 8 else {
+            throw UsageError("--url must be https://BOX:PORT (HTTPS only)")
         }
-        guard let ca = values["--ca"] else {
-            throw UsageError("--ca FILE is required: the box's CA certificate (mockcloud-admin tls show)")
-        }
-        guard let keyText = values["--user-key"], let key = UserKey(keyText) else {
-            throw UsageError("--user-key is required, ^[A-Za-z0-9_-]{1,128}$")
+        guard let key = parsed.value("--user-key").flatMap(UserKey.init) else {
+            throw UsageError("--user-key must match ^[A-Za-z0-9_-]{1,128}$")
         }
         self.url = url
-        caFile = ca
-        caSHA256 = values["--ca-sha256"]
-        token = values["--token"]
+        caFile = parsed.value("--ca") ?? ""
+        caSHA256 = parsed.value("--ca-sha256")
         userKey = key
-        if let device = values["--device-id"] {
+        if let device = parsed.value("--device-id") {
             guard let id = DeviceID(device) else { throw UsageError("--device-id must match ^[A-Za-z0-9_-]{1,128}$") }
             deviceID = id
         }
-        json = flags.contains("--json")
-        deleteMissing = flags.contains("--delete")
-        excludeOwn = flags.contains("--exclude-own")
-        ifMatch = values["--if-match"]
-        if values["--edited-at"] != nil {
-            guard case .settingsMerge = command else { throw UsageError("--edited-at applies to settings merge only") }
+        if let file = parsed.value("--token-file") {
+            token = .file(file)
+        } else if let value = environment(Self.tokenVariable) {
+            guard let checked = Self.token(value) else {
+                throw UsageError("\(Self.tokenVariable) must hold one token: printable characters, no spaces"
+                    + (value.isEmpty ? " (it is set but empty: unset it for a box without tokens)" : ""))
+            }
+            token = .environment(checked)
         }
+        json = parsed.isSet("--json")
+        deleteMissing = parsed.isSet("--delete")
+        excludeOwn = parsed.isSet("--exclude-own")
+        ifMatch = parsed.value("--if-match")
     }
-}
 
-/// A command line that cannot be run: the sentence, then the usage (exit 2).
-struct UsageError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
-}
+    /// `text` when it is one token as an `Authorization: Bearer` header may
+    /// carry it (visible ASCII, no spaces), else nil.
+    static func token<Text: Collection<UInt8>>(_ text: Text) -> String? {
+        guard !text.isEmpty, text.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
+        return String(decoding: text, as: UTF8.self)
+    }
 
-extension Array where Element == String {
-    /// The first element and the second, if any.
-    fileprivate var pair: (String, String?) { (self[0], count > 1 ? self[1] : nil) }
+    static func token(_ text: String) -> String? { token(text.utf8) }
 }

@@ -1,4 +1,4 @@
 import MockCloudSync
 import MockCloudSystem
 
-Sys.exit(await SyncCommand.main(Array(CommandLine.arguments.dropFirst())))
+Sys.exit(await SyncCommand.main(Array(CommandLine.arguments.dropFirst()), environment: Sys.environmentValue))

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets, replays every reproducer in Tests/Fuzz/regressions/
-# (each must pass now), then fuzzes each target for a bounded time.
+# (each must pass now), then fuzzes each target for a bounded time. The
+# `args` target is not libFuzzer: args.py throws argument lists at the built
+# command-line tools (mockcloud-sync, mockcloud-admin) for the same time.
 #
 #   Tests/Fuzz/run.sh [seconds]      seconds per target (default 10; `make fuzz`: 60)
-#   FUZZ_TARGETS="json cgi"          a subset (default: all, see targets.sh)
+#   FUZZ_TARGETS="json cgi args"     a subset (default: all, see targets.sh)
 #   FUZZ_JOBS=2                      targets fuzzed at once (default 2)
 #
 # New corpus entries go to .build/fuzz/corpus/<target>/ (kept between runs);
@@ -17,7 +19,12 @@ source Tests/Fuzz/targets.sh
 
 seconds="${1:-10}"
 jobs="${FUZZ_JOBS:-2}"
-read -r -a targets <<< "${FUZZ_TARGETS:-${FUZZ_ALL_TARGETS[*]}}"
+read -r -a chosen <<< "${FUZZ_TARGETS:-${FUZZ_ALL_TARGETS[*]} ${FUZZ_PROCESS_TARGETS[*]}}"
+targets=()
+process_targets=()
+for target in "${chosen[@]}"; do
+    if [[ " ${FUZZ_PROCESS_TARGETS[*]} " == *" $target "* ]]; then process_targets+=("$target"); else targets+=("$target"); fi
+done
 out="${FUZZ_OUT:-.build/fuzz}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 # Swift's own crash backtracer would take the signal from libFuzzer's handler
@@ -25,7 +32,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"
 export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer || true)}"
 
-if ! Tests/Fuzz/build.sh "${targets[@]}"; then
+if ((${#targets[@]})) && ! Tests/Fuzz/build.sh "${targets[@]}"; then
     echo "fuzz: build failed"
     echo "0 passed, 1 failed"
     exit 1
@@ -84,6 +91,18 @@ for target in "${targets[@]}"; do
         artifact="$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)"
         kind="$(grep -m1 -oE 'FUZZ CHECK FAILED \([^)]*\)|ERROR: [A-Za-z]+: [a-z -]+' "$log")"
         printf 'fuzz %-12s FAILED  %s after %s execs; input %s; log %s\n' "$target" "${kind:-exit $status}" "${execs:-?}" "${artifact:-?}" "$log"
+    fi
+done
+# The command-line tools, after the libFuzzer jobs (its own lines, its own counts).
+for target in "${process_targets[@]}"; do
+    Tests/Fuzz/"$target".py "$seconds" > "$out/logs/$target.log" 2>&1
+    grep -v '^[0-9]* passed, [0-9]* failed$' "$out/logs/$target.log"
+    if [[ "$(tail -n 1 "$out/logs/$target.log")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        passed=$((passed + BASH_REMATCH[1]))
+        failed=$((failed + BASH_REMATCH[2]))
+    else
+        failed=$((failed + 1))
+        echo "fuzz $target: no summary; log $out/logs/$target.log"
     fi
 done
 echo "$passed passed, $failed failed"

@@ -1,6 +1,8 @@
 # The fuzz targets: name, source file and libFuzzer options (sourced by
 # build.sh and run.sh). -max_len fits what each parser is handed in service.
 FUZZ_ALL_TARGETS=(json cgi timestamp anchor changelog signingkeys envelope)
+# Not libFuzzer: the built command-line tools run as processes (args.py).
+FUZZ_PROCESS_TARGETS=(args)
 
 fuzz_source() {
     case "$1" in

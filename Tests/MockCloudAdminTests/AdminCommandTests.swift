@@ -104,7 +104,10 @@ import Testing
     @Test func theAdminToolExplainsItsUsage() {
         let result = AdminCommand.run(["frobnicate"], environment: [:])
         #expect(result.status == 2)
-        #expect(result.errors.first?.hasPrefix("usage: mockcloud-admin") == true)
+        #expect(result.errors.first == "mockcloud-admin: unknown command frobnicate")
+        #expect(result.errors.dropFirst().first?.hasPrefix("usage: mockcloud-admin") == true)
+        let help = AdminCommand.run(["--help"], environment: [:])
+        #expect(help.status == 0 && help.errors.isEmpty && help.output.first?.hasPrefix("usage: mockcloud-admin verify") == true)
         #expect(AdminCommand.run(["verify", "/tmp"], environment: [:]).errors
                 == ["mockcloud-admin: no keys: set MOCKCLOUD_HMAC_KEYS or pass --keys FILE"])
     }

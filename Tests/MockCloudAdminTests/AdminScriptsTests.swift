@@ -2,20 +2,9 @@ import MockCloudAdmin
 import MockCloudHTTP
 import Testing
 
-/// Which subcommands `mockcloud-admin` hands to its shell scripts, and where
-/// it looks for them.
+/// Where `mockcloud-admin` looks for its shell scripts (which command goes
+/// to which: AdminCommandLineTests).
 @Suite struct AdminScriptsTests {
-    @Test func theBoxCommandsGoToTheirScriptsAndTheDataCommandsStay() {
-        #expect(AdminScripts.script(for: "tls")?.name == "tls.sh")
-        #expect(AdminScripts.script(for: "doctor")?.name == "doctor.sh")
-        #expect(AdminScripts.script(for: "backup")?.name == "backup.sh")
-        #expect(AdminScripts.script(for: "backup")?.arguments == ["backup"])
-        #expect(AdminScripts.script(for: "restore")?.arguments == ["restore"])
-        for command in ["verify", "sign", "rotate", "token", "--help", "tls.sh"] {
-            #expect(AdminScripts.script(for: command) == nil)
-        }
-    }
-
     @Test func theScriptFolderIsTheEnvironmentsOrBesideTheExecutable() {
         #expect(AdminScripts.directories(environment: ["MOCKCLOUD_ADMIN_SCRIPTS": "/opt/x"]) == ["/opt/x"])
         let beside = AdminScripts.directories(environment: [:])

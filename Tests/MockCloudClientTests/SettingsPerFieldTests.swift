@@ -157,6 +157,6 @@ import Testing
     ])
     func settingsMergeWithoutAnEditTimeIsAUsageError(_ arguments: [String], _ message: String) async {
         let common = ["--url", "https://127.0.0.1:1", "--ca", "/nonexistent", "--user-key", "u1"]
-        #expect(await SyncCommand.main(arguments + common) == 2, "\(message)")
+        #expect(await SyncCommand.main(arguments + common, environment: { _ in nil }) == 2, "\(message)")
     }
 }

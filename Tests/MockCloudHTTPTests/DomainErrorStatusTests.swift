@@ -16,7 +16,7 @@ import Testing
         #expect(InboxError.noMessage.status == 404)
         #expect(InboxError.inboxFull(limit: 1).status == 507)
         #expect(InboxError.malformedAnchor.status == 400)
-        #expect(InboxError.anchorNotAnswerable(reason: "x").status == 410)
+        #expect(InboxError.anchorNotAnswerable(.compacted).status == 410)
         #expect(InboxError.damagedLog(path: "/l").status == 500)
         #expect(InboxError.damagedMessage(path: "/m").status == 500)
     }

@@ -159,6 +159,11 @@ final class InboxSandbox {
     }
 
     static func error(_ sentence: String) -> String { "{\"error\": \"\(sentence)\"}" }
+
+    /// A feed's 410: the sentence, and the reason a writer reads.
+    static func gone(_ reason: AnchorGone, _ sentence: String) -> String {
+        "{\"error\": \"\(sentence); restart without an anchor\", \"reason\": \"\(reason.rawValue)\"}"
+    }
 }
 
 extension CGIResponse {

@@ -13,6 +13,11 @@ local CA (no -k anywhere, this suite's own reads included):
   from backup (mockcloud-admin backup / restore);
 - a 409 and a 412 on settings; a per-field merge (`settings merge`) of two
   phones' offline edits;
+- a push after routine compaction (the 410 says `compacted`: the feed is
+  read again, nothing sent again) beside one after a restore (`replaced`:
+  everything sent again);
+- bearer tokens from --token-file (0600; a file others can read is refused
+  with its chmod) and MOCKCLOUD_SYNC_TOKEN, never from the command line;
 - trust: the system's CAs, a wrong pin, and a CA file with another box's
   CA appended are refused, that other box never reached.
 
@@ -78,11 +83,16 @@ class Box:
         self.stack.stop()
 
 
-def sync(box, *args, url=None, key, device="mirror-1", wait=True):
+def sync(box, *args, url=None, key, device="mirror-1", wait=True, token=None):
+    """Runs the tool; `token` is MOCKCLOUD_SYNC_TOKEN (none by default,
+    whatever the caller's environment holds)."""
     cmd = [TOOL, *args, "--url", url or box.url, "--ca", box.ca, "--user-key", key, "--json"]
     if device:
         cmd += ["--device-id", device]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "MOCKCLOUD_SYNC_TOKEN"}
+    if token is not None:
+        env["MOCKCLOUD_SYNC_TOKEN"] = token
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if not wait:
         return proc
     return finish(proc)
@@ -256,6 +266,22 @@ def main():
                      ([] if status == 0 and result.get("resync") is True and len(truth) == 260
                       else [f"exit {status}: {result} {err[-300:]}; server {len(truth)}"])
                      + differences("pull after compaction", pulled_state(pull), truth))
+        # The push's anchor is from before the compaction too: its 410 says
+        # "compacted", so it reads the feed again and sends nothing (sending
+        # everything again would bring back the 40 the app deleted).
+        gone = compacting.request("GET", "/inbox?anchor=" + open(os.path.join(push, ".mockcloud-sync-push-anchor")).read().strip(),
+                                  "compact")
+        status, result, err = sync(compacting, "push", push, key="compact")
+        after = compacting.truth("compact")
+        checks.check("push after compaction: its anchor's 410 says compacted; the feed is read again, nothing sent again",
+                     [] if gone[0] == 410 and gone[1].get("reason") == "compacted" and status == 0
+                     and result.get("reread") is True and result.get("resent") is False and result.get("sent") == 0
+                     and result.get("anchorGone") == "compacted" and after == truth
+                     else [f"410 {gone}; push exit {status}: {result} {err[-300:]}; server {len(after)}"])
+        status, result, err = sync(compacting, "push", push, key="compact")
+        checks.check("the push after that answers from its new anchor",
+                     [] if status == 0 and result.get("reread") is False and result.get("sent") == 0
+                     else [f"exit {status}: {result} {err[-300:]}"])
 
         # 5. 410 by a restore from backup, on the same port.
         restoring = Box(work, "restore")
@@ -284,8 +310,9 @@ def main():
                      + differences("pull after restore", pulled_state(pull), truth))
         status, result, err = sync(restoring, "push", push, key="restore")
         truth = restoring.truth("restore")
-        checks.check("after a restore the push notices (410) and sends everything again",
+        checks.check("after a restore the push notices (410 replaced) and sends everything again",
                      ([] if status == 0 and result.get("resent") is True and result.get("sent") == 500
+                      and result.get("anchorGone") == "replaced" and result.get("reread") is False
                       else [f"exit {status}: {result} {err[-300:]}"])
                      + differences("push after restore", folder_state(push), truth))
         status, result, err = sync(restoring, "pull", pull, key="restore", device="phone-1")
@@ -341,6 +368,44 @@ def main():
         checks.check("settings merge without --edited-at, or with one that is no time, is a usage error (exit 2)",
                      [] if m4 == 2 and "--edited-at" in e4 and m5 == 2 and "not a time stamp" in e5
                      else [f"without: {m4} {e4[-200:]}", f"bad: {m5} {e5[-200:]}"])
+        # 8. Bearer tokens: from a 0600 file or the environment, never the command line.
+        tokens_file = os.path.join(work, "bearer.tokens")
+        made = subprocess.run([ADMIN, "token", tokens_file, "mirror"], capture_output=True, text=True)
+        token = made.stdout.strip()
+        if os.getuid() == 0:  # the stacks' user must read it, as README says (Tests/support/stack.sh own_secrets)
+            subprocess.run([os.path.join(REPO, "nginx", "mockcloud-nginx.sh"), "own", tokens_file], check=True,
+                           stdout=subprocess.DEVNULL)
+        guarded = Box(work, "tokens", MOCKCLOUD_TOKENS=tokens_file)
+        boxes.append(guarded)
+        token_file = os.path.join(work, "mirror.token")
+        with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(token + "\n")
+        push = os.path.join(work, "push-token")
+        write_samples(push, 0, 20, run=4)
+        s1, pushed, e1 = sync(guarded, "push", push, "--token-file", token_file, key="tok")
+        s2, pulled, e2 = sync(guarded, "pull", os.path.join(work, "pull-token"), key="tok", device="phone-1", token=token)
+        s3, _, e3 = sync(guarded, "settings", "get", key="tok")
+        s4, _, e4 = sync(guarded, "settings", "get", key="tok", token="mct_not_issued")
+        s5, _, e5 = sync(guarded, "settings", "get", "--token-file", token_file, key="tok", token="mct_not_issued")
+        checks.check("a token from --token-file (0600) or MOCKCLOUD_SYNC_TOKEN is sent; none or a wrong one is refused (exit 6)",
+                     [] if made.returncode == 0 and token and s1 == 0 and pushed.get("stored") == 20 and s2 == 0
+                     and pulled.get("messages") == 20 and s3 == 6 and s4 == 6 and s5 == 6
+                     and "Bearer <token> required" in e3 and "not accepted" in e4 and "no settings stored" in e5
+                     else [f"token {made.returncode} {made.stderr[-200:]}", f"push {s1} {pushed} {e1[-200:]}",
+                           f"pull {s2} {pulled} {e2[-200:]}", f"none {s3} {e3[-200:]}", f"wrong {s4} {e4[-200:]}",
+                           f"file wins {s5} {e5[-200:]}"])
+        os.chmod(token_file, 0o644)
+        s6, _, e6 = sync(guarded, "push", push, "--token-file", token_file, key="tok")
+        os.chmod(token_file, 0o640)
+        s7, _, e7 = sync(guarded, "push", push, "--token-file", token_file, key="tok")
+        checks.check("a token file group or others can read is refused with the chmod to run (exit 3)",
+                     [] if s6 == 3 and f"token file {token_file} is readable by group or others (mode 0644); "
+                     f"run chmod 600 {token_file}" in e6 and s7 == 3 and "(mode 0640)" in e7
+                     else [f"0644: {s6} {e6[-300:]}", f"0640: {s7} {e7[-300:]}"])
+        s8, _, e8 = sync(guarded, "push", push, "--token", token, key="tok")
+        checks.check("--token on the command line is refused (exit 2) with the two ways that keep it out of ps",
+                     [] if s8 == 2 and "--token-file FILE" in e8 and "MOCKCLOUD_SYNC_TOKEN" in e8 and token not in e8
+                     else [f"{s8} {e8[-300:]}"])
 
         # Trust: the system's CAs are not the box's CA.
         proc = subprocess.run([TOOL, "settings", "get", "--url", box.url, "--ca", "/etc/ssl/certs/ca-certificates.crt",

@@ -93,7 +93,7 @@ it "the restored data verifies with the same key (signed data survives a restore
     fail "verify: $(head -c 400 "$WORK/verify.out")"
 [[ -s "$WORK/restored-data/user_settings/hammer-settings.json" ]] || fail "the settings were not backed up"
 
-it "the restored feed reads to the end, and an anchor from before the restore gets 410"
+it "the restored feed reads to the end, and an anchor from before the restore gets 410 (reason: replaced)"
 rm -rf "$WORK/restored"
 start_stack restored "MOCKCLOUD_HMAC_KEYS=$BKEYS" MOCKCLOUD_DATA="$WORK/restored-data" || fail "could not start the restored stack"
 anchor=""
@@ -103,6 +103,7 @@ for ((page = 0; page < 100; page++)); do
     [[ "$(field hasMore)" == True ]] || break
 done
 expect 410 GET "/inbox?anchor=$old_anchor" -H 'X-User-Key: hammer'
+py 'assert doc["reason"] == "replaced", doc'
 expect 200 GET /user/settings -H 'X-User-Key: hammer-settings'
 
 it "the member times are restored with the document: the restored stack answers the same times, and they verify"

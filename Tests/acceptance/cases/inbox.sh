@@ -72,9 +72,13 @@ expect 400 PUT '/inbox/a%20b' -H 'X-User-Key: ib-1' -d '{}'
 expect 400 PUT /inbox/x -H 'X-User-Key: ib-1' -d '[1]'
 body_is '{"error": "body must be a JSON object"}'
 
-it "an anchor newer than anything stored is 410: restart without an anchor"
+it "an anchor of another generation, or newer than anything stored, is 410: restart without an anchor (reason replaced, ahead)"
 expect 410 GET '/inbox?anchor=0123456789abcdef.0.99' -H 'X-User-Key: ib-1'
-py 'assert doc["error"].endswith("restart without an anchor"), doc'
+py 'assert doc["error"].endswith("restart without an anchor") and doc["reason"] == "replaced", doc'
+expect 200 GET '/inbox' -H 'X-User-Key: ib-1'
+generation="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["anchor"].split(".")[0])' "$WORK/body")"
+expect 410 GET "/inbox?anchor=$generation.0.999999" -H 'X-User-Key: ib-1'
+py 'assert doc["error"] == "anchor is newer than anything stored; restart without an anchor" and doc["reason"] == "ahead", doc'
 
 it "methods the inbox does not serve are 405 with Allow"
 expect 405 PUT /inbox -H 'X-User-Key: ib-1' -d '{}'
