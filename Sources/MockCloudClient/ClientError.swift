@@ -17,6 +17,9 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     case badAnswer(String)
     /// A local file (CA, anchor, state) could not be read or written.
     case local(String)
+    /// The calling task was cancelled; a request under way was stopped, so
+    /// it may or may not have reached the server.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -26,6 +29,7 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         case .refused(let status, let error): return "refused (\(status)): \(error)"
         case .badAnswer(let text): return "unexpected answer: \(text)"
         case .local(let text): return text
+        case .cancelled: return "cancelled"
         }
     }
 }

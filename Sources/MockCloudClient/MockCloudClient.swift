@@ -87,6 +87,7 @@ public struct MockCloudClient: Sendable {
                 switch error {
                 case .untrusted(let detail): throw .untrusted(detail)
                 case .setup(let detail): throw .local(detail)
+                case .cancelled: throw .cancelled
                 case .connection(let detail):
                     guard retry == .safe, !last else {
                         throw .unavailable("\(detail) (\(attempt) attempt\(attempt == 1 ? "" : "s"))")

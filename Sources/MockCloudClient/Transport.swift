@@ -45,21 +45,27 @@ public enum TransportError: Error, Sendable, CustomStringConvertible {
     /// No connection, or it broke before the whole answer arrived: the
     /// request may or may not have reached the server.
     case connection(String)
-    /// The transport could not be set up (a CA file it cannot read).
+    /// The transport could not be set up (a CA file it cannot read, a trust
+    /// store that holds more than the box's CA).
     case setup(String)
+    /// The calling task was cancelled: the transfer was stopped where it
+    /// was, so the request may or may not have reached the server.
+    case cancelled
 
     public var description: String {
         switch self {
         case .untrusted(let detail): return "the server's certificate was not trusted: \(detail)"
         case .connection(let detail): return "connection failed: \(detail)"
         case .setup(let detail): return "transport setup failed: \(detail)"
+        case .cancelled: return "cancelled"
         }
     }
 }
 
 /// Sends requests to one server over TLS that trusts the box's CA. The
 /// client calls it one request at a time; an implementation keeps its
-/// connection alive between calls.
+/// connection alive between calls. Cancelling the calling task stops the
+/// transfer at once and throws `cancelled`.
 public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
 }

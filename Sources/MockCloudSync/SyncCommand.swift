@@ -70,7 +70,7 @@ public enum SyncCommand {
         switch error {
         case .invalidArgument, .local: return localFailure
         case .untrusted: return untrusted
-        case .unavailable: return unavailable
+        case .unavailable, .cancelled: return unavailable
         case .refused: return refused
         case .badAnswer: return badAnswer
         }
@@ -84,6 +84,7 @@ extension TransportError {
         case .untrusted(let text): return .untrusted(text)
         case .connection(let text): return .unavailable(text)
         case .setup(let text): return .local(text)
+        case .cancelled: return .cancelled
         }
     }
 }
