@@ -47,7 +47,7 @@ let package = Package(
         .executable(name: "inbox", targets: ["inbox"]),
         .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
         // The sync client for devices (the mirror box, the app) and its tool.
-        .library(name: "MockCloudClient", targets: ["MockCloudClient"]),
+        .library(name: "MockCloudClient", targets: ["MockCloudClient", "MockCloudURLSession"]),
         .executable(name: "mockcloud-sync", targets: ["mockcloud-sync"]),
     ],
     dependencies: [],
@@ -108,6 +108,13 @@ let package = Package(
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
             ]
         ),
+        // URLSessionTransport (the app's), a module of its own: on Linux it
+        // brings Foundation, which mockcloud-sync does without. CCurl on
+        // Linux for the trust store libcurl reads (Sources/MockCloudURLSession).
+        .target(
+            name: "MockCloudURLSession",
+            dependencies: ["MockCloudClient", .target(name: "CCurl", condition: .when(platforms: [.linux]))]
+        ),
         // mockcloud-sync's commands (push, pull, settings), its options,
         // output and exit codes, over MockCloudClient.
         .target(name: "MockCloudSync", dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudJSON"]),
@@ -116,7 +123,8 @@ let package = Package(
         // client's SHA-256 (CA fingerprints, the push state).
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // libcurl (Debian's OpenSSL flavour), imported by the client's
-        // CurlTransport alone; shim.h wraps the variadic curl_easy_setopt.
+        // CurlTransport and by URLSessionTransport's trust store check on
+        // Linux; shim.h wraps the variadic curl_easy_setopt.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcrypto's CPU probe on demand (see startup.c).
         .target(name: "CStartup", cSettings: dwarf4),
@@ -159,10 +167,11 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
         ),
 
-        // The library alone over the simulated Wi-Fi link (Benchmarks/lan/bench_client.py).
+        // The library alone over either transport: the simulated Wi-Fi link
+        // (Benchmarks/lan/bench_client.py) and Tests/client/run.py.
         .executableTarget(
             name: "client-bench",
-            dependencies: ["MockCloudClient", "MockCloudSystem"],
+            dependencies: ["MockCloudClient", "MockCloudURLSession", "MockCloudSystem"],
             path: "Benchmarks/client-bench"
         ),
 
