@@ -31,23 +31,26 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let session: URLSession
 
     public init(baseURL: String, trust: TrustAnchor) throws(TransportError) {
+        // Every check before the first stored property: the iOS build's
+        // compiler (6.3.1) crashes on a typed throw after one is set.
         guard baseURL.hasPrefix("https://") else { throw .setup("the URL must start with https://") }
         let anchors = PEM.blocks(in: trust.pem).filter { $0.label == "CERTIFICATE" }.compactMap(\.der)
         guard !anchors.isEmpty else { throw .setup("the CA file holds no certificate") }
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.connectionProxyDictionary = [:]
-        configuration.timeoutIntervalForRequest = 120
         #if canImport(FoundationNetworking)
         try LinuxTrustStore.check(onlyAnchors: anchors)
-        session = URLSession(configuration: configuration)
+        let delegate: (any URLSessionDelegate)? = nil
         #else
         let certificates = anchors.compactMap { SecCertificateCreateWithData(nil, Data($0) as CFData) }
         guard certificates.count == anchors.count else {
             throw .setup("the CA file holds a certificate Security cannot read")
         }
-        session = URLSession(configuration: configuration, delegate: TrustChallenge(anchors: certificates), delegateQueue: nil)
+        let delegate: (any URLSessionDelegate)? = TrustChallenge(anchors: certificates)
         #endif
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.connectionProxyDictionary = [:]
+        configuration.timeoutIntervalForRequest = 120
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
     deinit { session.invalidateAndCancel() }
@@ -110,7 +113,10 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         } onCancel: {
             running.cancel()
         }
-        return try result.get()
+        switch result {  // not result.get(): iOS 16's Result.get() throws any Error
+        case .success(let response): return response
+        case .failure(let error): throw error
+        }
     }
 
     /// URLSession's failure as the client treats it: a certificate that did
