@@ -21,20 +21,14 @@ let staticExecutable: [LinkerSetting] = [
     ], .when(platforms: [.linux], configuration: .release))
 ]
 
-// Less run-time type work per process (Benchmarks/README.md, "Where the
-// time goes"): concrete generic types (`[JSONMember]`, `Optional<...>`) are
-// reached through their metadata accessors, not by demangling their names
-// (12k instructions a process), and copies and destroys of optional structs
-// are lowered directly, not through Optional's value witnesses (whose
-// first use builds Optional's metadata: 25k in every inbox request).
-// Both are hidden front-end flags of Swift 6.3: should a toolchain drop
-// one, remove it; only speed changes.
-let directMetadata: [SwiftSetting] = [
-    .unsafeFlags([
-        "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
-        "-Xfrontend", "-disable-type-layout",
-    ], .when(configuration: .release))
-]
+// The speed flags of the Swift code (hidden front-end flags that cut the
+// run-time type work each short-lived CGI process does) are not here: a
+// package that depends on this one by version may not carry unsafe flags
+// in the closure of a product it uses, and MockCloudJSON and MockCloudWire
+// are in both the server's and the client's. `make build` passes them to
+// its release build (Makefile, SPEED_FLAGS); a plain `swift build` makes
+// the same programs, only slower (Tests/budget/instructions.sh holds the
+// installed ones to their budgets).
 
 // valgrind 3.19 (Debian 12), which Benchmarks/symbol-order.sh profiles the
 // programs with, cannot read the DWARF 5 that clang writes by default.
@@ -42,12 +36,18 @@ let dwarf4: [CSetting] = [.unsafeFlags(["-gdwarf-4"])]
 
 let package = Package(
     name: "MockCloud",
+    // For MockCloudClient, the one product apps depend on: iOS 16 is the
+    // app's deployment target (HealthKit's sync identifiers and async
+    // URLSession are older; `Task.sleep(for:)` and `Duration` need 16), and
+    // macOS 13 is its desktop twin of the same year, for tools and tests on
+    // a Mac. The server builds on Linux only.
+    platforms: [.iOS(.v16), .macOS(.v13)],
     products: [
         .executable(name: "user-settings", targets: ["user-settings"]),
         .executable(name: "inbox", targets: ["inbox"]),
         .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
         // The sync client for devices (the mirror box, the app) and its tool.
-        .library(name: "MockCloudClient", targets: ["MockCloudClient", "MockCloudURLSession"]),
+        .library(name: "MockCloudClient", targets: ["MockCloudClient"]),
         .executable(name: "mockcloud-sync", targets: ["mockcloud-sync"]),
     ],
     dependencies: [],
@@ -57,67 +57,69 @@ let package = Package(
         // so an import of a higher layer fails the build); data flows from
         // main.swift through a request, a route and a store to a response.
 
-        // System calls (EINTR, partial I/O, errno), atomic file writes,
-        // random bytes, byte and time codecs, the keep-strings-until-exit
-        // policy. Knows nothing of JSON, stores or HTTP.
-        .target(name: "MockCloudSystem", swiftSettings: directMetadata),
+        // Portable (Swift's standard library only, no flags): what both the
+        // server and the client build on, on Linux and on Apple platforms.
         // The JSON value that keeps member order and number text, the strict
-        // parser and the printers that write what Python's json.dumps writes.
-        .target(name: "MockCloudJSON", dependencies: ["MockCloudSystem"], swiftSettings: directMetadata),
+        // parser and the printers that write what Python's json.dumps
+        // writes, and the byte codecs they use (ASCII: digits, hex, base64).
+        .target(name: "MockCloudJSON"),
+        // The wire, defined once (docs/API.md): the identifier shapes
+        // (UserKey, DeviceID, MessageID), the anchor, the envelope and the
+        // feed page, JSONText, the time stamps, the request limits
+        // (WireLimits) and a failed write's `changed`.
+        .target(name: "MockCloudWire", dependencies: ["MockCloudJSON"]),
+
+        // The server's libraries, Linux only, lowest first.
+        // System calls (EINTR, partial I/O, errno), atomic file writes,
+        // random bytes, the clock, the keep-strings-until-exit policy.
+        // Knows nothing of JSON, the wire, stores or HTTP.
+        .target(name: "MockCloudSystem"),
         // The data directory: settings and inbox stores, the change log,
         // per-key locks, HMAC signing (the only user of libcrypto), key and
         // token files. Errors here say what went wrong; no HTTP status.
         .target(
             name: "MockCloudStore",
-            dependencies: ["MockCloudSystem", "MockCloudJSON", "COpenSSL", "CStartup"],
-            swiftSettings: directMetadata
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "COpenSSL", "CStartup"]
         ),
         // Configuration: the process environment, read in one place
         // (ServiceConfig), and the one list of the service's settings
         // (Setting.all). Below HTTP, so that the admin tool needs no routes.
         .target(
             name: "MockCloudConfig",
-            dependencies: ["MockCloudSystem", "MockCloudStore"],
-            swiftSettings: directMetadata
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore"]
         ),
         // The CGI edge: request and response, the mapping of every error to
         // a status and a sentence, the two routes and bearer-token access.
         .target(
             name: "MockCloudHTTP",
-            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore", "MockCloudConfig"],
-            swiftSettings: directMetadata
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "MockCloudStore", "MockCloudConfig"]
         ),
 
         // The operator's tool: verify, sign and rotate a data directory, make
         // bearer tokens. Reads its defaults through ServiceConfig.
         .target(
             name: "MockCloudAdmin",
-            dependencies: ["MockCloudSystem", "MockCloudStore", "MockCloudConfig"],
-            swiftSettings: directMetadata
+            dependencies: ["MockCloudSystem", "MockCloudWire", "MockCloudStore", "MockCloudConfig"]
         ),
 
-        // The sync client: async/await over a small transport protocol (libcurl
-        // on Linux, URLSession on Apple platforms), bulk uploads, the change
-        // feed with 410 recovery, settings with conditions, anchor stores.
-        // Reuses System and JSON below it; no server target imports it.
+        // The sync client, the library apps add by version: async/await over
+        // a small transport protocol (URLSession everywhere, libcurl on
+        // Linux), bulk uploads, the change feed with 410 recovery, settings
+        // with conditions, the app's flows. Portable: the wire and JSON
+        // below it, Foundation (and Security, CryptoKit on Apple platforms;
+        // libcrypto, libcurl on Linux) behind one seam (Platform.swift); no
+        // Glibc, no server target, no unsafe flags anywhere in its closure.
         .target(
             name: "MockCloudClient",
             dependencies: [
-                "MockCloudSystem", "MockCloudJSON",
+                "MockCloudJSON", "MockCloudWire",
                 .target(name: "COpenSSL", condition: .when(platforms: [.linux])),
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
             ]
         ),
-        // URLSessionTransport (the app's), a module of its own: on Linux it
-        // brings Foundation, which mockcloud-sync does without. CCurl on
-        // Linux for the trust store libcurl reads (Sources/MockCloudURLSession).
-        .target(
-            name: "MockCloudURLSession",
-            dependencies: ["MockCloudClient", .target(name: "CCurl", condition: .when(platforms: [.linux]))]
-        ),
         // mockcloud-sync's commands (push, pull, settings), its options,
-        // output and exit codes, over MockCloudClient.
-        .target(name: "MockCloudSync", dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudJSON"]),
+        // output and exit codes, over MockCloudClient (a Linux tool).
+        .target(name: "MockCloudSync", dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudJSON", "MockCloudWire"]),
 
         // OpenSSL's libcrypto: MockCloudStore's SHA-256 and HMAC, and the
         // client's SHA-256 (CA fingerprints, the push state).
@@ -141,13 +143,11 @@ let package = Package(
         .executableTarget(
             name: "user-settings",
             dependencies: ["MockCloudHTTP", "MockCloudConfig", "CArgv"],
-            swiftSettings: directMetadata,
             linkerSettings: staticExecutable
         ),
         .executableTarget(
             name: "inbox",
             dependencies: ["MockCloudHTTP", "MockCloudConfig", "CArgv"],
-            swiftSettings: directMetadata,
             linkerSettings: staticExecutable
         ),
         // Static like the CGI programs: the package runs it on a Debian box
@@ -160,36 +160,46 @@ let package = Package(
 
         // The device's sync tool. libcurl's static archive needs Kerberos and
         // LDAP archives Debian does not ship, so it links libcurl dynamically
-        // and the Swift runtime statically: no toolchain on the device.
-        .executableTarget(
-            name: "mockcloud-sync",
-            dependencies: ["MockCloudSync", "MockCloudSystem"],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
-        ),
+        // and the Swift runtime and Foundation statically (`make build`
+        // passes --static-swift-stdlib: a linker flag alone would miss the
+        // archives static Foundation needs): no toolchain on the device.
+        .executableTarget(name: "mockcloud-sync", dependencies: ["MockCloudSync", "MockCloudSystem"]),
 
         // The library alone over either transport: the simulated Wi-Fi link
         // (Benchmarks/lan/bench_client.py) and Tests/client/run.py.
         .executableTarget(
             name: "client-bench",
-            dependencies: ["MockCloudClient", "MockCloudURLSession", "MockCloudSystem"],
+            dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudWire"],
             path: "Benchmarks/client-bench"
         ),
+
+        // The README's "Sync from a device" code, compiled here (swift build,
+        // make test) and for iOS (make check-ios); ReadmeExampleTests keeps the
+        // README's copy the same.
+        .target(name: "MockCloudReadmeExample", dependencies: ["MockCloudClient"], path: "Tests/ReadmeExample"),
 
         // What several test targets share: the one temporary-directory
         // helper, stdin from a pipe, JSON as text, signing keys.
         .target(
             name: "MockCloudTestSupport",
-            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore"],
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "MockCloudStore"],
             path: "Tests/MockCloudTestSupport"
         ),
         // Unit tests, one target per library, a file per type or suite.
         .testTarget(name: "MockCloudSystemTests", dependencies: ["MockCloudSystem", "MockCloudTestSupport"]),
         .testTarget(name: "MockCloudJSONTests", dependencies: ["MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]),
         .testTarget(
-            name: "MockCloudStoreTests",
-            dependencies: ["MockCloudStore", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
+            name: "MockCloudWireTests",
+            dependencies: ["MockCloudWire", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
         ),
-        .testTarget(name: "MockCloudConfigTests", dependencies: ["MockCloudConfig", "MockCloudStore", "MockCloudSystem"]),
+        .testTarget(
+            name: "MockCloudStoreTests",
+            dependencies: ["MockCloudStore", "MockCloudJSON", "MockCloudWire", "MockCloudSystem", "MockCloudTestSupport"]
+        ),
+        .testTarget(
+            name: "MockCloudConfigTests",
+            dependencies: ["MockCloudConfig", "MockCloudStore", "MockCloudSystem", "MockCloudTestSupport"]
+        ),
         // Requests as a test describes them (method, path, headers), for the
         // route tests and the admin tests that store data through the routes.
         .target(
@@ -200,7 +210,7 @@ let package = Package(
         .testTarget(
             name: "MockCloudHTTPTests",
             dependencies: [
-                "MockCloudHTTP", "MockCloudConfig", "MockCloudStore", "MockCloudJSON", "MockCloudSystem",
+                "MockCloudHTTP", "MockCloudConfig", "MockCloudStore", "MockCloudJSON", "MockCloudWire", "MockCloudSystem",
                 "MockCloudTestSupport", "MockCloudHTTPTestSupport",
             ]
         ),
@@ -213,7 +223,10 @@ let package = Package(
         ),
         .testTarget(
             name: "MockCloudClientTests",
-            dependencies: ["MockCloudClient", "MockCloudSync", "MockCloudJSON", "MockCloudSystem", "MockCloudTestSupport"]
+            dependencies: [
+                "MockCloudClient", "MockCloudSync", "MockCloudJSON", "MockCloudWire", "MockCloudSystem", "MockCloudTestSupport",
+                "MockCloudReadmeExample",
+            ]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.
         .testTarget(

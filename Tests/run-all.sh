@@ -87,6 +87,8 @@ run_suite api Tests/api/run.sh
 # mockcloud-sync and MockCloudClient against real stacks through TLS with
 # the local CA: restarts and cut connections mid-push, 410s, settings 409.
 run_suite client Tests/client/run.py
+# An app's package adds MockCloudClient by version (a tagged copy of this tree).
+run_suite dependent Tests/dependent/run.sh
 run_suite instructions Tests/budget/instructions.sh
 run_suite symbol-order Tests/budget/symbol-order.sh
 run_suite stress Tests/stress/short.sh

@@ -1,8 +1,8 @@
 import Dispatch
 import Glibc
 import MockCloudClient
-import MockCloudURLSession
 import MockCloudSystem
+import MockCloudWire
 
 // The library alone, over either transport, for Benchmarks/lan/bench_client.py
 // (push, pull: no folder, no state files, no process start in the figure)
@@ -63,7 +63,7 @@ do {
     do {
         transport = transportName == "curl"
             ? try CurlTransport(baseURL: url, trust: trust) : try URLSessionTransport(baseURL: url, trust: trust)
-    } catch {
+    } catch let error as TransportError {
         throw ClientError.local(error.description)
     }
     let client = MockCloudClient(configuration: ClientConfiguration(userKey: key, deviceID: DeviceID("bench-1")), transport: transport)
@@ -105,7 +105,7 @@ do {
             pages += 1
             count += page.messages.count
             if page.startsResync { resync = true }
-            for message in page.messages { held[message.id] = (message.version, message.body) }
+            for message in page.messages { held[message.id] = message.body.map { (message.version, $0) } }
             for deletion in page.deleted { held[deletion.id] = nil }
             if let live = page.liveIDs { held = held.filter { live.contains($0.key) } }
             if !page.isFullRead || !page.hasMore { anchor = page.anchor }

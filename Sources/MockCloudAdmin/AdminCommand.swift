@@ -1,6 +1,7 @@
 import MockCloudConfig
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 
 /// `mockcloud-admin`: checks and signs a data directory.
 ///

@@ -1,15 +1,17 @@
-import MockCloudSystem
+import MockCloudWire
 
 /// Where a reader keeps its feed anchor between runs. Save it in the same
-/// step as the data it covers, never before (README, "Keeping an anchor").
+/// step as the data it covers, never before (README, "Keeping an anchor");
+/// an app that keeps its data in a database keeps the anchor there, in the
+/// same transaction (`ChangeApplier`).
 public protocol AnchorStore: Sendable {
-    func load() throws(ClientError) -> Anchor?
+    func load() throws -> Anchor?
     /// Saves `anchor`; nil forgets it (the next read is a full one).
-    func save(_ anchor: Anchor?) throws(ClientError)
+    func save(_ anchor: Anchor?) throws
 }
 
 /// An anchor in a file of its own, replaced atomically (temporary file,
-/// fsync, rename, directory fsync): a crash leaves the old or the new one.
+/// fsync, rename, folder fsync): a crash leaves the old or the new one.
 public struct FileAnchorStore: AnchorStore {
     public let directory: String
     public let name: String
@@ -19,28 +21,20 @@ public struct FileAnchorStore: AnchorStore {
         self.name = name
     }
 
-    public func load() throws(ClientError) -> Anchor? {
-        let bytes: [UInt8]?
-        do {
-            bytes = try AtomicFile.read(name, in: directory)
-        } catch {
-            throw .local("cannot read the anchor \(directory)/\(name): \(ClientError.describe(error))")
-        }
-        guard let bytes else { return nil }
+    private var path: String { directory + "/" + name }
+
+    public func load() throws -> Anchor? {
+        guard let bytes = try Platform.read(path) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self).filter { $0 != "\n" }
-        guard let anchor = Anchor(text) else { throw .local("\(directory)/\(name) holds no anchor") }
+        guard let anchor = Anchor(text) else { throw ClientError.local("\(path) holds no anchor") }
         return anchor
     }
 
-    public func save(_ anchor: Anchor?) throws(ClientError) {
-        do {
-            if let anchor {
-                try AtomicFile.write(Array((anchor.rawValue + "\n").utf8), to: name, in: directory)
-            } else {
-                _ = try AtomicFile.remove(name, in: directory)
-            }
-        } catch {
-            throw .local("cannot save the anchor \(directory)/\(name): \(ClientError.describe(error))")
+    public func save(_ anchor: Anchor?) throws {
+        if let anchor {
+            try Platform.replace(path, with: Array((anchor.rawValue + "\n").utf8))
+        } else {
+            _ = try Platform.remove(path)
         }
     }
 }

@@ -1,25 +1,19 @@
 import MockCloudJSON
+import MockCloudWire
 
-/// A deletion in the feed.
-public struct Deletion: Sendable, Equatable {
-    public var id: MessageID
-    public var seq: Int64
-}
-
-/// One page of changes. Apply `messages` (insert or replace by id) and
-/// `deleted` (remove by id), then save `anchor` with them, in that order
+/// One page of changes as `changes(since:)` hands it out: the server's page
+/// (`messages`, `deleted`, `anchor`, `hasMore`, read through to `page`) and
+/// where it stands in the read. Apply `messages` (insert or replace by id)
+/// and `deleted` (remove by id), then save `anchor` with them, in that order
 /// (README, "Keeping an anchor"). During a full read, save the anchor only
 /// with the last page, after dropping what `liveIDs` leaves out: a read
 /// broken off half-way then starts again from the beginning.
-public struct FeedPage: Sendable {
-    /// New or changed messages, oldest change first. Never one the sequence
+/// `MockCloudClient.sync(into:)` does all of this for a `ChangeApplier`.
+@dynamicMemberLookup
+public struct ChangePage: Sendable {
+    /// The page as the server sent it, minus any message this sequence
     /// already handed out at the same version and seq.
-    public var messages: [Envelope]
-    public var deleted: [Deletion]
-    /// Where the next read starts.
-    public var anchor: Anchor
-    /// False on the last page.
-    public var hasMore: Bool
+    public var page: FeedPage
     /// This page belongs to a full read: one that started without an
     /// anchor, because none was given or after a 410.
     public var isFullRead: Bool
@@ -30,11 +24,17 @@ public struct FeedPage: Sendable {
     /// On the last page of a full read: every message id the server holds.
     /// Drop anything you hold that is not in it.
     public var liveIDs: Set<MessageID>?
+
+    public subscript<T>(dynamicMember member: KeyPath<FeedPage, T>) -> T { page[keyPath: member] }
+
+    /// True when this page's anchor is the one to save with it: every page of
+    /// an incremental read, the last page of a full one.
+    public var anchorIsFinal: Bool { !isFullRead || !page.hasMore }
 }
 
 /// `changes(since:)`: pages until the feed is exhausted (`hasMore` false).
 public struct ChangeFeed: AsyncSequence, Sendable {
-    public typealias Element = FeedPage
+    public typealias Element = ChangePage
     let client: MockCloudClient
     let anchor: Anchor?
     let pageSize: Int
@@ -69,7 +69,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         /// its round trip overlaps the caller's work on this page.
         var prefetch: Task<FeedPage?, any Error>?
 
-        public mutating func next() async throws -> FeedPage? {
+        public mutating func next() async throws -> ChangePage? {
             guard !finished else { return nil }
             var answer: FeedPage?
             if let prefetch {
@@ -91,28 +91,27 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 answer = try await client.feedPage(after: nil, limit: pageSize, excludeOwn: false)
                 guard answer != nil else { throw ClientError.badAnswer("a read without an anchor answered 410") }
             }
-            guard var page = answer else { return nil }
-            anchor = page.anchor
-            page.isFullRead = fullRead
-            page.startsResync = resyncPending
+            guard let answer else { return nil }
+            var page = ChangePage(page: answer, isFullRead: fullRead, startsResync: resyncPending, liveIDs: nil)
+            anchor = answer.anchor
             resyncPending = false
             var fresh: [Envelope] = []
-            for message in page.messages {
+            for message in answer.messages {
                 if fullRead { live.insert(message.id) }
                 if let seen = delivered[message.id], seen == (message.version, message.seq) { continue }
                 delivered[message.id] = (message.version, message.seq)
                 fresh.append(message)
             }
-            page.messages = fresh
-            for deletion in page.deleted {
+            page.page.messages = fresh
+            for deletion in answer.deleted {
                 delivered[deletion.id] = nil
                 if fullRead { live.remove(deletion.id) }
             }
-            if !page.hasMore {
+            if !answer.hasMore {
                 finished = true
                 if fullRead { page.liveIDs = live }
             } else {
-                let (client, next, limit, exclude) = (client, page.anchor, pageSize, excludeOwn && !fullRead)
+                let (client, next, limit, exclude) = (client, answer.anchor, pageSize, excludeOwn && !fullRead)
                 prefetch = Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) }
             }
             return page
@@ -127,33 +126,21 @@ extension MockCloudClient {
     /// never do. On a 410 it starts again from no anchor and says so
     /// (`FeedPage.startsResync`), never handing out the same id at the same
     /// version and seq twice.
-    public func changes(since anchor: Anchor?, pageSize: Int = 1000, excludingOwnWrites: Bool = true) -> ChangeFeed {
-        ChangeFeed(client: self, anchor: anchor, pageSize: min(max(pageSize, 1), 1000),
+    public func changes(since anchor: Anchor?, pageSize: Int = WireLimits.feedPageSizes.upperBound, excludingOwnWrites: Bool = true) -> ChangeFeed {
+        ChangeFeed(client: self, anchor: anchor, pageSize: min(max(pageSize, WireLimits.feedPageSizes.lowerBound), WireLimits.feedPageSizes.upperBound),
                    excludeOwn: excludingOwnWrites && configuration.deviceID != nil)
     }
 
     /// One `GET /inbox` page; nil for 410.
-    func feedPage(after anchor: Anchor?, limit: Int, excludeOwn: Bool) async throws(ClientError) -> FeedPage? {
+    func feedPage(after anchor: Anchor?, limit: Int, excludeOwn: Bool) async throws -> FeedPage? {
         var target = "/inbox?limit=\(limit)"
         if let anchor { target += "&anchor=" + anchor.rawValue }
         if excludeOwn, let device = configuration.deviceID { target += "&exclude-source=" + device.rawValue }
         let response = try await exchange(HTTPRequest(method: "GET", target: target), .safe)
         if response.status == 410 { return nil }
         guard response.status == 200 else { throw Self.refusal(response) }
-        let object = try Self.object(response)
-        guard case .array(let messages)? = object["messages"], case .array(let deleted)? = object["deleted"],
-            let anchorText = object["anchor"]?.stringValue, let next = Anchor(anchorText),
-            case .bool(let hasMore)? = object["hasMore"]
-        else { throw .badAnswer("a feed page without messages, deleted, anchor or hasMore") }
-        var page = FeedPage(messages: [], deleted: [], anchor: next, hasMore: hasMore, isFullRead: false,
-                            startsResync: false, liveIDs: nil)
-        page.messages.reserveCapacity(messages.count)
-        for message in messages { page.messages.append(try Envelope(message)) }
-        for item in deleted {
-            guard let object = item.objectValue, let text = object["id"]?.stringValue, let id = MessageID(text),
-                let seq = object["seq"].flatMap(Envelope.integer)
-            else { throw .badAnswer("a deletion without id or seq") }
-            page.deleted.append(Deletion(id: id, seq: seq))
+        guard let page = FeedPage(try Self.object(response)) else {
+            throw ClientError.badAnswer("a feed page without messages, deleted, anchor or hasMore, or with a malformed entry")
         }
         return page
     }
@@ -165,10 +152,10 @@ extension MockCloudClient {
     /// answer from `anchor` (410: the inbox was restored or rebuilt, or
     /// deletions after it were compacted away). A writer that keeps this
     /// anchor learns on its next run that acknowledged writes may be gone.
-    public func catchUp(from anchor: Anchor?) async throws(ClientError) -> Anchor? {
+    public func catchUp(from anchor: Anchor?) async throws -> Anchor? {
         var anchor = anchor
         while true {
-            guard let page = try await feedPage(after: anchor, limit: 1000, excludeOwn: configuration.deviceID != nil)
+            guard let page = try await feedPage(after: anchor, limit: WireLimits.feedPageSizes.upperBound, excludeOwn: configuration.deviceID != nil)
             else { return nil }
             anchor = page.anchor
             if !page.hasMore { return page.anchor }

@@ -1,5 +1,3 @@
-import MockCloudSystem
-
 /// Why a client call failed, in words a user can act on.
 public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The caller passed something the server would refuse (an id, a body).
@@ -17,8 +15,9 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     case badAnswer(String)
     /// A local file (CA, anchor, state) could not be read or written.
     case local(String)
-    /// The calling task was cancelled; a request under way was stopped, so
-    /// it may or may not have reached the server.
+    /// The task was cancelled: the request in flight was stopped and no
+    /// retry followed. A write may or may not have been applied (send it
+    /// again: writes converge).
     case cancelled
 
     public var description: String {
@@ -35,10 +34,6 @@ public enum ClientError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension ClientError {
-    /// A local failure in words: the system call and its error for storage
-    /// failures, which carry them.
-    package static func describe(_ error: any Error) -> String {
-        if let storage = error as? StorageError { return storage.cause.description }
-        return "\(error)"
-    }
+    /// A local failure in words (a storage error names its system call and errno).
+    package static func describe(_ error: any Error) -> String { String(describing: error) }
 }

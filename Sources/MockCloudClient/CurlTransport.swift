@@ -2,7 +2,6 @@
 import CCurl
 import Dispatch
 import Synchronization
-import MockCloudSystem
 
 /// The Linux transport: libcurl (Debian's OpenSSL flavour), given the box's
 /// CA as its only trust anchor (`CURLOPT_CAINFO_BLOB`, the system's CA path
@@ -71,9 +70,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     }
 
     /// `baseURL` like `https://192.168.1.20:8443` (no trailing slash).
-    public init(baseURL: String, trust: TrustAnchor, requestTimeoutSeconds: Int = 120) throws(TransportError) {
-        guard baseURL.hasPrefix("https://") else { throw .setup("the URL must start with https://") }
-        guard Self.globalInit == CURLE_OK else { throw .setup("curl_global_init failed") }
+    public init(baseURL: String, trust: TrustAnchor, requestTimeoutSeconds: Int = 120) throws {
+        guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
+        guard Self.globalInit == CURLE_OK else { throw TransportError.setup("curl_global_init failed") }
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.trust = trust
         self.requestTimeoutSeconds = requestTimeoutSeconds
@@ -86,7 +85,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let cancellation = Cancellation()
         let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -1,4 +1,7 @@
 import MockCloudJSON
+// An app imports MockCloudClient alone: the wire types it hands out
+// (UserKey, MessageID, Anchor, Envelope, FeedPage, JSONText, ...) come with it.
+@_exported import MockCloudWire
 
 /// The limits of `POST /inbox:bulk` (docs/API.md §8): `upload` cuts its
 /// requests to fit them, and refuses an item larger than the server takes
@@ -8,8 +11,10 @@ public struct BulkLimits: Sendable {
     public var maxRequestBytes: Int
     public var maxItemBodyBytes: Int
 
-    /// The server's defaults: 1,000 items, 8 MiB a request, 256 KiB a body.
-    public static let server = BulkLimits(maxItems: 1000, maxRequestBytes: 8 << 20, maxItemBodyBytes: 256 << 10)
+    /// The server's: 1,000 items, 8 MiB a request, 256 KiB a body.
+    public static let server = BulkLimits(
+        maxItems: WireLimits.bulkItems, maxRequestBytes: WireLimits.bulkBodyBytes,
+        maxItemBodyBytes: WireLimits.messageBodyBytes)
 
     public init(maxItems: Int, maxRequestBytes: Int, maxItemBodyBytes: Int) {
         self.maxItems = maxItems
@@ -32,13 +37,14 @@ public struct ClientConfiguration: Sendable {
     /// crosses the link while the server stores the one before.
     public var uploadsInFlight: Int
     /// How the client waits between attempts (tests pass one that records).
-    public var sleep: @Sendable (Double) async -> Void
+    /// It throws when the task is cancelled, which ends the retries.
+    public var sleep: @Sendable (Double) async throws -> Void
 
     public init(
         userKey: UserKey, deviceID: DeviceID? = nil, token: String? = nil, retry: RetryPolicy = .standard,
         limits: BulkLimits = .server, uploadsInFlight: Int = 2,
-        sleep: @escaping @Sendable (Double) async -> Void = { seconds in
-            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+        sleep: @escaping @Sendable (Double) async throws -> Void = { seconds in
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
         }
     ) {
         self.userKey = userKey
@@ -64,13 +70,34 @@ public struct MockCloudClient: Sendable {
     }
 
     /// Whether a request may be sent again when its answer was lost (a broken
-    /// connection, a 500/502/504): true for reads and for writes that
-    /// converge when repeated. A 429 or 503 (nothing was done) is always sent
-    /// again, after the `Retry-After` the server asked for.
+    /// connection, a 5xx that says `"changed": "maybe"` or `"yes"`, or none):
+    /// `safe` for reads and for writes that converge when repeated;
+    /// `onlyIfNotDone` for conditional writes, whose first attempt may have
+    /// changed the tag they name. A 429, or a 5xx that says `"changed": "no"`
+    /// (nothing was done), is always sent again, after the `Retry-After` the
+    /// server asked for.
     enum Repeat { case safe, onlyIfNotDone }
 
+    /// How an exchange ended: an answer to act on, or (`onlyIfNotDone` only)
+    /// none that says whether the write was applied, for the caller to
+    /// settle by reading back.
+    enum Exchange {
+        case answered(HTTPResponse)
+        case unsettled(String)
+    }
+
+    /// Sends `request` with the user's headers, retrying by the policy; an
+    /// unsettled write is `unavailable`.
+    func exchange(_ request: HTTPRequest, _ retry: Repeat) async throws -> HTTPResponse {
+        switch try await attempt(request, retry) {
+        case .answered(let response): return response
+        case .unsettled(let detail): throw ClientError.unavailable(detail)
+        }
+    }
+
     /// Sends `request` with the user's headers, retrying by the policy.
-    func exchange(_ request: HTTPRequest, _ retry: Repeat) async throws(ClientError) -> HTTPResponse {
+    /// Cancelling the task stops the request in flight and every retry.
+    func attempt(_ request: HTTPRequest, _ retry: Repeat) async throws -> Exchange {
         var request = request
         request.headers.append(("X-User-Key", configuration.userKey.rawValue))
         if let device = configuration.deviceID { request.headers.append(("X-Device-Id", device.rawValue)) }
@@ -79,41 +106,76 @@ public struct MockCloudClient: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            if Task.isCancelled { throw ClientError.cancelled }
             let last = attempt >= policy.maxAttempts
+            let attempts = "\(attempt) attempt\(attempt == 1 ? "" : "s")"
             let response: HTTPResponse
             do {
                 response = try await transport.send(request)
             } catch {
-                switch error {
-                case .untrusted(let detail): throw .untrusted(detail)
-                case .setup(let detail): throw .local(detail)
-                case .cancelled: throw .cancelled
-                case .connection(let detail):
-                    guard retry == .safe, !last else {
-                        throw .unavailable("\(detail) (\(attempt) attempt\(attempt == 1 ? "" : "s"))")
-                    }
-                    await configuration.sleep(policy.delay(afterAttempt: attempt, retryAfter: nil))
+                if Task.isCancelled { throw ClientError.cancelled }
+                switch error as? TransportError {
+                case .cancelled?: throw ClientError.cancelled
+                case .untrusted(let detail)?: throw ClientError.untrusted(detail)
+                case .setup(let detail)?: throw ClientError.local(detail)
+                case .connection(let detail)?:
+                    guard retry == .safe else { return .unsettled("\(detail): no answer, the write may have been applied") }
+                    guard !last else { throw ClientError.unavailable("\(detail) (\(attempts))") }
+                    try await pause(policy.delay(afterAttempt: attempt, retryAfter: nil))
                     continue
+                case nil: throw ClientError.local("the transport failed: \(error)")
                 }
             }
-            let notDone = response.status == 429 || response.status == 503
-            let maybeDone = response.status == 500 || response.status == 502 || response.status == 504
-            if notDone || (maybeDone && retry == .safe) {
-                guard !last else {
-                    throw .unavailable("\(response.status) \(Self.errorText(response)) (\(attempt) attempts)")
+            switch Self.outcome(of: response) {
+            case .final:
+                return .answered(response)
+            case .notDone:
+                break
+            case .maybeDone:
+                guard retry == .safe else {
+                    return .unsettled("\(response.status) \(Self.errorText(response)): the write may have been applied")
                 }
-                await configuration.sleep(policy.delay(afterAttempt: attempt, retryAfter: response.header("retry-after")))
-                continue
             }
-            return response
+            guard !last else { throw ClientError.unavailable("\(response.status) \(Self.errorText(response)) (\(attempts))") }
+            try await pause(policy.delay(afterAttempt: attempt, retryAfter: response.header("retry-after")))
         }
     }
 
+    /// What an answer says of the request: `final` to act on, `notDone` (429,
+    /// or a 5xx that says nothing changed) to send again, `maybeDone` (a 5xx
+    /// that says the data changed or may have, or says nothing of it).
+    enum Outcome { case final, notDone, maybeDone }
+
+    static func outcome(of response: HTTPResponse) -> Outcome {
+        switch response.status {
+        case 429: return .notDone
+        case 500, 502, 503, 504:
+            switch (try? object(response))?["changed"]?.stringValue.flatMap(DataChange.init(rawValue:)) {
+            case .no?: return .notDone
+            case .yes?, .maybe?: return .maybeDone
+            // No word: a 503 refuses before any work (the box is busy); a 500,
+            // 502 or 504 may have come after the program wrote.
+            case nil: return response.status == 503 ? .notDone : .maybeDone
+            }
+        default: return .final
+        }
+    }
+
+    /// The wait before the next attempt; a cancelled task stops here.
+    private func pause(_ seconds: Double) async throws {
+        do {
+            try await configuration.sleep(seconds)
+        } catch {
+            throw ClientError.cancelled
+        }
+        if Task.isCancelled { throw ClientError.cancelled }
+    }
+
     /// The answer's JSON object.
-    static func object(_ response: HTTPResponse) throws(ClientError) -> JSONObject {
+    static func object(_ response: HTTPResponse) throws -> JSONObject {
         guard let value = try? JSONParser.parse(response.body, maxDepth: JSONParser.storedDocumentMaxDepth),
             let object = value.objectValue
-        else { throw .badAnswer("status \(response.status) with a body that is not a JSON object") }
+        else { throw ClientError.badAnswer("status \(response.status) with a body that is not a JSON object") }
         return object
     }
 

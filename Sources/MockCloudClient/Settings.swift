@@ -1,3 +1,6 @@
+import MockCloudJSON
+import MockCloudWire
+
 /// The user's settings document and its entity tag.
 public struct Settings: Sendable, Equatable {
     public var document: JSONText
@@ -24,7 +27,7 @@ public enum SettingsWrite: Sendable, Equatable {
 
 extension MockCloudClient {
     /// The stored settings; nil when none are stored (404).
-    public func settings() async throws(ClientError) -> Settings? {
+    public func settings() async throws -> Settings? {
         let response = try await exchange(HTTPRequest(method: "GET", target: "/user/settings"), .safe)
         if response.status == 404 { return nil }
         guard response.status == 200 else { throw Self.refusal(response) }
@@ -33,26 +36,55 @@ extension MockCloudClient {
 
     /// Replaces the document (`PUT`); last writer wins by `updatedAt`.
     /// With `ifMatch`, only if the stored document still has that tag.
-    public func putSettings(_ document: JSONText, ifMatch: String? = nil) async throws(ClientError) -> SettingsWrite {
-        try await writeSettings("PUT", "application/json", document, ifMatch: ifMatch)
+    public func putSettings(_ document: JSONText, ifMatch: String? = nil) async throws -> SettingsWrite {
+        try await writeSettings("PUT", "application/json", document, condition: ifMatch.map { ("If-Match", $0) })
     }
 
     /// Applies an RFC 7396 merge patch (`PATCH`): fields replace in place,
     /// `null` removes, nested objects merge.
-    public func patchSettings(_ patch: JSONText, ifMatch: String? = nil) async throws(ClientError) -> SettingsWrite {
-        try await writeSettings("PATCH", "application/merge-patch+json", patch, ifMatch: ifMatch)
+    public func patchSettings(_ patch: JSONText, ifMatch: String? = nil) async throws -> SettingsWrite {
+        try await writeSettings("PATCH", "application/merge-patch+json", patch, condition: ifMatch.map { ("If-Match", $0) })
     }
 
     /// A PUT or a merge patch gives the same result when sent twice, so a
-    /// lost answer is retried; a conditional one is not (its first attempt
-    /// may have changed the tag it names).
-    private func writeSettings(
-        _ method: String, _ type: String, _ document: JSONText, ifMatch: String?
-    ) async throws(ClientError) -> SettingsWrite {
+    /// lost answer is retried. A conditional one is not sent blindly again
+    /// (its first attempt may have changed the tag it names): when no answer
+    /// says whether it was applied (a cut connection, a 5xx with `"changed":
+    /// "maybe"` or `"yes"`), the settings are read back to settle it.
+    func writeSettings(
+        _ method: String, _ type: String, _ document: JSONText, condition: (name: String, value: String)?
+    ) async throws -> SettingsWrite {
         var headers = [(name: "Content-Type", value: type)]
-        if let ifMatch { headers.append(("If-Match", ifMatch)) }
+        if let condition { headers.append(condition) }
         let request = HTTPRequest(method: method, target: "/user/settings", headers: headers, body: document.bytes)
-        let response = try await exchange(request, ifMatch == nil ? .safe : .onlyIfNotDone)
+        let ifMatch = condition?.name == "If-Match" ? condition?.value : nil
+        var settled = 0
+        while true {
+            switch try await attempt(request, condition == nil ? .safe : .onlyIfNotDone) {
+            case .answered(let response):
+                return try Self.settingsWrite(response)
+            case .unsettled(let detail):
+                // Read back: still at the tag named, nothing was applied and
+                // the write is sent again; otherwise it was applied when the
+                // stored document is what it would have made.
+                let stored = try await settings()
+                let untouched = ifMatch.map { EntityTags.same(stored?.etag, $0) } ?? (stored == nil)
+                if untouched {
+                    settled += 1
+                    if settled < configuration.retry.maxAttempts { continue }
+                    throw ClientError.unavailable(detail)
+                }
+                if let stored, Self.reflects(stored.document, method, document) { return .written(stored) }
+                return .conflict(
+                    status: 412,
+                    error: "the settings changed while the answer was lost (\(detail)); another write landed first",
+                    current: stored)
+            }
+        }
+    }
+
+    /// A write's answer: 200 written, 409/412 a conflict with the server's `current`.
+    private static func settingsWrite(_ response: HTTPResponse) throws -> SettingsWrite {
         switch response.status {
         case 200:
             return .written(Settings(document: try JSONText(validatingAnswer: response), etag: response.header("etag")))
@@ -66,15 +98,40 @@ extension MockCloudClient {
             throw Self.refusal(response)
         }
     }
+
+    /// True when `stored` is what `method` with `sent` would have left:
+    /// the same document for a PUT, one the patch no longer changes for a
+    /// PATCH (merge patches are idempotent). `serverReceivedAt` is the
+    /// server's own and not compared.
+    static func reflects(_ stored: JSONText, _ method: String, _ sent: JSONText) -> Bool {
+        func withoutStamp(_ value: JSONValue) -> JSONValue {
+            guard case .object(var object) = value else { return value }
+            object["serverReceivedAt"] = nil
+            return .object(object)
+        }
+        let current = withoutStamp(stored.value)
+        if method == "PATCH" { return withoutStamp(current.merging(patch: sent.value)) == current }
+        return withoutStamp(sent.value) == current
+    }
+}
+
+/// Entity tags as the client compares them.
+enum EntityTags {
+    /// The same tag, ignoring the weak prefix gzip adds (`W/"…"`).
+    static func same(_ a: String?, _ b: String) -> Bool {
+        guard let a else { return false }
+        func strong(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : tag[...] }
+        return strong(a) == strong(b)
+    }
 }
 
 extension JSONText {
     /// An answer's body, which must be a JSON object.
-    init(validatingAnswer response: HTTPResponse) throws(ClientError) {
+    init(validatingAnswer response: HTTPResponse) throws {
         do {
             try self.init(validating: response.body)
         } catch {
-            throw .badAnswer("status \(response.status): \(error)")
+            throw ClientError.badAnswer("status \(response.status): \(error)")
         }
     }
 }

@@ -65,7 +65,8 @@ public enum TransportError: Error, Sendable, CustomStringConvertible {
 /// Sends requests to one server over TLS that trusts the box's CA. The
 /// client calls it one request at a time; an implementation keeps its
 /// connection alive between calls. Cancelling the calling task stops the
-/// transfer at once and throws `cancelled`.
+/// transfer at once and throws `TransportError.cancelled`; a transport
+/// throws only `TransportError`.
 public protocol HTTPTransport: Sendable {
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse
 }

@@ -1,5 +1,5 @@
 import MockCloudJSON
-import MockCloudSystem
+import MockCloudWire
 
 /// One change to send: a message at a version, or a deletion.
 public struct UploadItem: Sendable, Equatable {
@@ -21,6 +21,31 @@ public struct UploadItem: Sendable, Equatable {
     /// Deletes `id` (a tombstone tells feed readers).
     public static func delete(_ id: MessageID) -> UploadItem {
         UploadItem(id: id, change: .delete)
+    }
+
+    /// A HealthKit sample as an upload: its sync identifier
+    /// (`HKMetadataKeySyncIdentifier`, like `nm-<scan>-weight`) is the id,
+    /// its sync version (`HKMetadataKeySyncVersion`) the version. Throws
+    /// for an identifier the server would refuse or a negative version.
+    public static func sample(syncIdentifier: String, syncVersion: Int, body: JSONText) throws -> UploadItem {
+        guard syncVersion >= 0, syncVersion <= 999_999_999_999_999_999 else {
+            throw ClientError.invalidArgument("sync version \(syncVersion) is not an integer from 0 to 18 digits")
+        }
+        return .put(try messageID(syncIdentifier), version: Int64(syncVersion), body: body)
+    }
+
+    /// The deletion of the sample with this sync identifier (HealthKit's
+    /// deleted objects carry it in their metadata).
+    public static func deletion(syncIdentifier: String) throws -> UploadItem {
+        .delete(try messageID(syncIdentifier))
+    }
+
+    private static func messageID(_ syncIdentifier: String) throws -> MessageID {
+        guard let id = MessageID(syncIdentifier) else {
+            throw ClientError.invalidArgument("sync identifier \(String(reflecting: syncIdentifier)) is not an id the server takes:"
+                + " 1 to \(MessageID.maxLength) of A-Z a-z 0-9 . _ : -")
+        }
+        return id
     }
 }
 
@@ -142,32 +167,40 @@ extension MockCloudClient {
         return out
     }
 
+    /// A JSON integer that fits in Int64.
+    static func integer(_ value: JSONValue) -> Int64? {
+        guard case .number(let text) = value else { return nil }
+        return Int64(text)
+    }
+
     /// One `POST /inbox:bulk`; the results, checked against the ids sent.
-    func sendBulk(_ body: [UInt8], ids: [MessageID]) async throws(ClientError) -> [UploadOutcome] {
+    func sendBulk(_ body: [UInt8], ids: [MessageID]) async throws -> [UploadOutcome] {
         let request = HTTPRequest(
             method: "POST", target: "/inbox:bulk", headers: [("Content-Type", "application/json")], body: body)
         let response = try await exchange(request, .safe)
         guard response.status == 200 else { throw Self.refusal(response) }
         guard case .array(let results)? = try Self.object(response)["results"], results.count == ids.count else {
-            throw .badAnswer("a bulk answer without one result per item")
+            throw ClientError.badAnswer("a bulk answer without one result per item")
         }
         var outcomes: [UploadOutcome] = []
         outcomes.reserveCapacity(ids.count)
         for (id, result) in zip(ids, results) {
             guard let object = result.objectValue, object["id"]?.stringValue == id.rawValue,
-                let status = object["status"].flatMap(Envelope.integer)
-            else { throw .badAnswer("a bulk result that does not match its item \(id)") }
-            let seq = object["seq"].flatMap(Envelope.integer)
+                let status = object["status"].flatMap(Self.integer)
+            else { throw ClientError.badAnswer("a bulk result that does not match its item \(id)") }
+            let seq = object["seq"].flatMap(Self.integer)
             let error = object["error"]?.stringValue ?? "status \(status)"
             switch status {
             case 200, 201:
-                guard let seq else { throw .badAnswer("a stored item without seq") }
+                guard let seq else { throw ClientError.badAnswer("a stored item without seq") }
                 outcomes.append(.stored(seq: seq, created: status == 201))
             case 204: outcomes.append(.deleted(seq: seq))
             case 404: outcomes.append(.deleted(seq: nil))
             case 409:
-                guard let current = object["current"] else { throw .badAnswer("a 409 without current") }
-                outcomes.append(.conflict(current: try Envelope(current)))
+                guard case .object(let members)? = object["current"], let current = Envelope(members) else {
+                    throw ClientError.badAnswer("a 409 without its current envelope")
+                }
+                outcomes.append(.conflict(current: current))
             default: outcomes.append(.rejected(status: Int(status), error: error))
             }
         }

@@ -1,5 +1,6 @@
 import MockCloudConfig
 import MockCloudStore
+import MockCloudWire
 
 extension AccessTokens {
     /// Checks `Authorization: Bearer <token>`, and that a token limited to

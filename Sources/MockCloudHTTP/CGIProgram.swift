@@ -1,5 +1,7 @@
 import MockCloudConfig
+import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// The run loop of every CGI program: environment and stdin in, one response
 /// out. `main.swift` calls `serve` and nothing else.

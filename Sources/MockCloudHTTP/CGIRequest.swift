@@ -1,6 +1,7 @@
 import MockCloudConfig
 import MockCloudJSON
 import MockCloudStore
+import MockCloudWire
 
 /// An HTTP request as CGI (RFC 3875) hands it over: meta-variables plus the body.
 package struct CGIRequest: Sendable {
@@ -73,7 +74,7 @@ package struct CGIRequest: Sendable {
         do {
             value = try JSONParser.parse(body)
         } catch {
-            throw RequestError.invalidJSON(error)
+            throw RequestError.invalidJSON(JSONError(error))
         }
         guard let object = value.objectValue else { throw notAnObject }
         return object

@@ -1,5 +1,6 @@
 import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// A CGI response: `Status:` and headers, then the body, written in one `write(2)`.
 package struct CGIResponse: Sendable, Equatable {

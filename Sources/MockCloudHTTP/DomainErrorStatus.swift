@@ -2,6 +2,7 @@ import MockCloudConfig
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 
 // The errors the lower layers throw, as HTTP answers: the one place where a
 // storage, integrity, inbox, settings, key-file or configuration failure gets

@@ -1,4 +1,5 @@
 import MockCloudJSON
+import MockCloudWire
 
 /// An error that knows its HTTP answer; the CGI edge alone turns it into
 /// `Status:` + `{"error": message, ...extraMembers}`.
@@ -16,18 +17,6 @@ package protocol HTTPResponseError: Error {
     /// What a failed write did to the stored data, when the error knows;
     /// `nil`: the process's `WriteProgress` tells.
     var dataChange: DataChange? { get }
-}
-
-/// What a failed write did to the stored data: the `changed` member of a
-/// write's 5xx answer (docs/API.md, "When a write fails").
-package enum DataChange: String, Sendable {
-    /// Nothing a reader can see changed: retrying is safe.
-    case no
-    /// The whole change is in place (it may not survive a power loss).
-    case yes
-    /// Each part of the change is in its old state or its new one: retrying
-    /// the same request is safe and completes it.
-    case maybe
 }
 
 extension HTTPResponseError {

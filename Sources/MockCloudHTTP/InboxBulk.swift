@@ -1,5 +1,6 @@
 import MockCloudJSON
 import MockCloudStore
+import MockCloudWire
 
 /// What is wrong with a `POST /inbox:bulk` request as a whole: nothing is written.
 package enum InboxBulkError: HTTPResponseError, Equatable {
@@ -37,8 +38,8 @@ package enum InboxBulkError: HTTPResponseError, Equatable {
 extension InboxRoute {
     package static let bulkPath = "/inbox:bulk"
     /// The largest bulk request body: 8 MiB (the limit itself is accepted).
-    package static let bulkBodyLimit = 8 << 20
-    package static let bulkItemLimit = 1000
+    package static let bulkBodyLimit = WireLimits.bulkBodyBytes
+    package static let bulkItemLimit = WireLimits.bulkItems
 
     /// One parsed item: a change to apply, or the answer to an item that is
     /// not one (written nowhere).
@@ -58,7 +59,7 @@ extension InboxRoute {
         do {
             parsed = try JSONParser.parse(request.body, maxDepth: JSONParser.defaultMaxDepth + 3)
         } catch {
-            throw RequestError.invalidJSON(error)
+            throw RequestError.invalidJSON(JSONError(error))
         }
         guard let envelope = parsed.objectValue, envelope.members.count == 1,
             case .array(let list)? = envelope["messages"]

@@ -2,19 +2,20 @@ import MockCloudConfig
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 
 /// `/inbox` and `/inbox/<id>`: idempotent messages by sync id + version and
 /// an anchored change feed (docs/API.md §4).
 package struct InboxRoute: Sendable {
     /// The largest message body: 256 KiB (the limit itself is accepted).
-    package static let bodyLimit = 256 << 10
+    package static let bodyLimit = WireLimits.messageBodyBytes
     package static let collectionPath = "/inbox"
     /// The methods served, in the order `Allow` lists them.
     static let collectionMethods: [HTTPMethod] = [.get, .head, .post]
     static let messageMethods: [HTTPMethod] = [.get, .head, .put, .delete]
     /// Feed page sizes.
-    package static let limits = 1...1000
-    package static let defaultLimit = 100
+    package static let limits = WireLimits.feedPageSizes
+    package static let defaultLimit = WireLimits.feedPageDefault
 
     let dataRoot: String
     let settings: InboxSettings
@@ -121,7 +122,7 @@ package struct InboxRoute: Sendable {
 
     private func post(_ request: CGIRequest, _ store: InboxStore) throws -> CGIResponse {
         let write = try WriteFields(request)
-        let id = MessageID(Random.uuid())!
+        let id = MessageID.random()
         let outcome: InboxStore.PutOutcome
         do {
             outcome = try store.put(id, version: write.version, source: write.source, body: write.body)

@@ -1,6 +1,7 @@
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 
 /// A `POST /inbox` whose storage failed after the message may have been
 /// stored under its server-chosen id: the answer names the id (member `id`

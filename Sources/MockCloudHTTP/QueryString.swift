@@ -1,3 +1,4 @@
+import MockCloudJSON
 import MockCloudSystem
 
 /// `application/x-www-form-urlencoded` query parameters, percent-decoded.

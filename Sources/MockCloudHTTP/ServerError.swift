@@ -1,3 +1,4 @@
+import MockCloudWire
 /// A server-side fault: misconfiguration or an unexpected failure. The
 /// client gets the sentence; stderr gets the detail.
 package struct ServerError: HTTPResponseError {

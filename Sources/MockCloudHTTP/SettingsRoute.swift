@@ -2,6 +2,7 @@ import MockCloudConfig
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 
 /// `/user/settings`: GET, HEAD, PUT, PATCH (RFC 7396), DELETE of one JSON
 /// document per `X-User-Key`, drop-in for the Python mock cloud's route, with
@@ -10,7 +11,7 @@ package struct SettingsRoute: Sendable {
     /// The path this route serves.
     package static let path = "/user/settings"
     /// The largest body accepted: 1 MiB (the limit itself is accepted).
-    package static let bodyLimit = 1 << 20
+    package static let bodyLimit = WireLimits.settingsBodyBytes
     /// The methods served, in the order `Allow` lists them.
     package static let methods: [HTTPMethod] = [.get, .head, .put, .patch, .delete]
     /// The `Content-Type` a PATCH must carry.

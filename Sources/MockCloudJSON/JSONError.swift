@@ -12,3 +12,13 @@ package enum JSONError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension JSONError {
+    /// What the parser threw, as a `JSONError`: it throws nothing else (its
+    /// functions are not typed-throws, so that the client built on it
+    /// compiles against iOS 16's standard library, which cannot throw typed
+    /// errors).
+    package init(_ error: any Error) {
+        self = error as? JSONError ?? .invalid(offset: 0, reason: "\(error)")
+    }
+}

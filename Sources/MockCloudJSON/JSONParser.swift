@@ -1,4 +1,3 @@
-import MockCloudSystem
 
 /// A strict RFC 8259 parser over UTF-8 bytes that keeps member order and
 /// number text. Duplicate keys keep their first position and last value,
@@ -18,7 +17,7 @@ package struct JSONParser {
     ///   which Python's `json` module writes; only for files already stored.
     package static func parse(
         _ bytes: [UInt8], maxDepth: Int = defaultMaxDepth, allowNonFinite: Bool = false
-    ) throws(JSONError) -> JSONValue {
+    ) throws -> JSONValue {
         var parser = JSONParser(bytes: bytes, maxDepth: maxDepth, allowNonFinite: allowNonFinite)
         // A UTF-8 byte order mark is ignored, as Python's json.loads(bytes) does.
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
@@ -55,8 +54,8 @@ package struct JSONParser {
         }
     }
 
-    private mutating func parseValue(level: Int) throws(JSONError) -> JSONValue {
-        if level > maxDepth { throw .tooDeep(limit: maxDepth) }
+    private mutating func parseValue(level: Int) throws -> JSONValue {
+        if level > maxDepth { throw JSONError.tooDeep(limit: maxDepth) }
         guard let byte = current else { throw failure("unexpected end of input") }
         switch byte {
         case UInt8(ascii: "{"): return try parseObject(level: level)
@@ -84,12 +83,12 @@ package struct JSONParser {
         }
     }
 
-    mutating func expectLiteral(_ literal: StaticString) throws(JSONError) {
+    mutating func expectLiteral(_ literal: StaticString) throws {
         guard matches(literal) else { throw failure("invalid literal") }
         index += literal.utf8CodeUnitCount
     }
 
-    private mutating func parseObject(level: Int) throws(JSONError) -> JSONValue {
+    private mutating func parseObject(level: Int) throws -> JSONValue {
         index += 1
         var object = JSONObject()
         // Positions by key, built only for large objects so that duplicate
@@ -132,7 +131,7 @@ package struct JSONParser {
         }
     }
 
-    private mutating func parseArray(level: Int) throws(JSONError) -> JSONValue {
+    private mutating func parseArray(level: Int) throws -> JSONValue {
         index += 1
         var elements: [JSONValue] = []
         skipWhitespace()
@@ -156,14 +155,14 @@ package struct JSONParser {
         }
     }
 
-    private mutating func parseNumber() throws(JSONError) -> String {
+    private mutating func parseNumber() throws -> String {
         let start = index
         try skipNumber()
         return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 
     /// Moves past one number (RFC 8259's grammar, no leading `+` or zeros).
-    mutating func skipNumber() throws(JSONError) {
+    mutating func skipNumber() throws {
         if current == UInt8(ascii: "-") { index += 1 }
         guard let first = current, isDigit(first) else { throw failure("invalid number") }
         index += 1
@@ -187,7 +186,7 @@ package struct JSONParser {
         while let byte = current, isDigit(byte) { index += 1 }
     }
 
-    private mutating func parseString() throws(JSONError) -> String {
+    private mutating func parseString() throws -> String {
         index += 1
         let start = index
         // Fast path: plain ASCII without escapes.
@@ -227,7 +226,7 @@ package struct JSONParser {
         }
     }
 
-    private mutating func appendEscape(to utf8: inout [UInt8]) throws(JSONError) {
+    private mutating func appendEscape(to utf8: inout [UInt8]) throws {
         guard let byte = current else { throw failure("unterminated escape") }
         index += 1
         switch byte {
@@ -257,7 +256,7 @@ package struct JSONParser {
         }
     }
 
-    private mutating func parseHex4() throws(JSONError) -> UInt32 {
+    private mutating func parseHex4() throws -> UInt32 {
         guard index + 4 <= bytes.count else { throw failure("incomplete \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {

@@ -1,4 +1,3 @@
-import MockCloudSystem
 
 /// Writes JSON byte for byte as Python's `json.dumps` does (`ensure_ascii`,
 /// `", "` and `": "` separators), except that numbers keep their source text.

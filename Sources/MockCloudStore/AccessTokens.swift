@@ -1,4 +1,6 @@
+import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// Optional bearer tokens (`MOCKCLOUD_TOKENS`): a file of SHA-256 hashes of
 /// the tokens, one `sha256:<64 hex> [label] [keys=KEY,KEY...]` a line, made

@@ -1,4 +1,6 @@
+import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// A key's append-only change log: fixed 256-byte text records (readable with
 /// `cat`), sorted by seq, so that the first change after an anchor is a binary

@@ -1,4 +1,5 @@
 import MockCloudSystem
+import MockCloudWire
 
 /// One line of a key's change log: the change with sequence number `seq`.
 package struct ChangeRecord: Sendable, Equatable {

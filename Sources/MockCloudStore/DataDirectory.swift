@@ -1,4 +1,5 @@
 import MockCloudSystem
+import MockCloudWire
 
 /// The stored documents of a data directory, as the admin tool walks them.
 package enum DataDirectory {

@@ -1,3 +1,4 @@
+import MockCloudWire
 /// Where a stored document belongs. The MAC covers this with the bytes, so a
 /// file copied to another key, another id or another route fails like an edit.
 package struct DocumentPlace: Sendable, Equatable {

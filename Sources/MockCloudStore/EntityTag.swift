@@ -1,3 +1,4 @@
+import MockCloudJSON
 import MockCloudSystem
 
 /// The strong entity tag of stored bytes: `"<16 hex digits>"` (FNV-1a, 64

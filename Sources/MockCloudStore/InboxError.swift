@@ -1,3 +1,4 @@
+import MockCloudWire
 /// What the inbox refuses, beyond the common request errors.
 package enum InboxError: Error, CustomStringConvertible {
     case noMessage

@@ -1,5 +1,6 @@
 import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// A key's inbox: `<data>/inbox/<key>/messages/<id>.json` holds each message's
 /// latest state (atomic writes), `<data>/inbox/<key>/changes.log` the order of
@@ -203,7 +204,7 @@ package struct InboxStore: Sendable {
         case .put(let id, let version, let body):
             if let current, isLive {
                 if version < current.version { return .refused(.lowerVersion(incoming: version, current: current)) }
-                if version == current.version, current.body.map(JSONPrinter.compact) == body.compact {
+                if version == current.version, current.content.map(JSONPrinter.compact) == body.compact {
                     return .written(.unchanged(current))
                 }
             }
@@ -317,7 +318,7 @@ package struct InboxStore: Sendable {
                         result.hasMore = true
                         return result
                     }
-                    if state.isTombstone { result.deleted.append(state) } else { result.messages.append(state) }
+                    if state.isTombstone { result.deleted.append(Deletion(id: state.id, seq: state.seq)) } else { result.messages.append(state) }
                     taken += 1
                 }
                 result.anchor = position(record.seq)

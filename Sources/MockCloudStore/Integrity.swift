@@ -1,3 +1,4 @@
+import MockCloudJSON
 import MockCloudSystem
 
 /// HMAC-SHA256 signing of stored documents (docs/API.md §6): off unless

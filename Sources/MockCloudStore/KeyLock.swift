@@ -1,4 +1,5 @@
 import MockCloudSystem
+import MockCloudWire
 
 /// Per-key locks (`flock`) on files under `<data>/.locks/`: writers on one key
 /// are serialised, readers of a key's feed share the lock so that they never

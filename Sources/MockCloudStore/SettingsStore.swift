@@ -1,5 +1,6 @@
 import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// `<data>/user_settings/<key>.json`: one file per user key, in the layout the
 /// Python mock cloud writes, so that a data directory moves both ways; and

@@ -1,4 +1,6 @@
+import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// The keys of `MOCKCLOUD_HMAC_KEYS`: one `key-id:secret` a line, the first
 /// signs, all verify (rotation). A secret is hex (`openssl rand -hex 32`) when

@@ -1,5 +1,6 @@
 import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// A settings file as read from disk: its bytes, tag and (when it parses) document.
 package struct StoredSettings: Sendable {

@@ -1,5 +1,6 @@
 import MockCloudClient
 import MockCloudSystem
+import MockCloudWire
 
 /// The folder a command works in: its `*.json` files and the tool's own
 /// state files, which start with a dot (so are never taken for messages).

@@ -1,6 +1,7 @@
 import MockCloudClient
 import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// What the tool prints: a progress line on a terminal (stderr), a summary
 /// for people, or one JSON object on stdout for scripts (`--json`).

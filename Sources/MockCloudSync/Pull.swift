@@ -37,7 +37,8 @@ struct Pull {
             do {
                 var batch = AtomicBatch(directory: directory)
                 for message in page.messages {
-                    try batch.stage(message.body.bytes, as: message.id.rawValue + ".json")
+                    guard let body = message.body else { continue }  // a page's messages are live
+                    try batch.stage(body.bytes, as: message.id.rawValue + ".json")
                     record[message.id] = [String(message.version), String(message.seq)]
                 }
                 try batch.commit()

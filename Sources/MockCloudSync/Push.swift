@@ -1,5 +1,6 @@
 import MockCloudClient
 import MockCloudJSON
+import MockCloudWire
 
 /// `push DIR`: every `<id>.json` in DIR becomes the message `<id>`.
 ///

@@ -1,5 +1,6 @@
 import MockCloudClient
 import MockCloudJSON
+import MockCloudWire
 
 /// `settings get | put FILE | patch FILE`.
 enum SettingsCommand {

@@ -24,6 +24,9 @@ public enum SyncCommand {
     static let refused: Int32 = 6
     /// 7: an answer the client did not understand.
     static let badAnswer: Int32 = 7
+    /// 130: interrupted (SIGINT's conventional status); what was
+    /// acknowledged is recorded, so running again resumes.
+    static let interrupted: Int32 = 130
 
     /// Runs the command line; returns the exit status.
     public static func main(_ arguments: [String]) async -> Int32 {
@@ -70,9 +73,10 @@ public enum SyncCommand {
         switch error {
         case .invalidArgument, .local: return localFailure
         case .untrusted: return untrusted
-        case .unavailable, .cancelled: return unavailable
+        case .unavailable: return unavailable
         case .refused: return refused
         case .badAnswer: return badAnswer
+        case .cancelled: return interrupted
         }
     }
 }

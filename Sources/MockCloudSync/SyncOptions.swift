@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudWire
 
 /// What `mockcloud-sync` was asked to do, from its arguments.
 struct SyncOptions {

@@ -9,12 +9,4 @@ package enum Random {
         precondition(result == 0, "getentropy failed: \(errno)")
         return out
     }
-
-    /// A random (version 4) UUID in lowercase, e.g. for `POST /inbox`.
-    package static func uuid() -> String {
-        var b = bytes(16)
-        b[6] = b[6] & 0x0F | 0x40
-        b[8] = b[8] & 0x3F | 0x80
-        return [0..<4, 4..<6, 6..<8, 8..<10, 10..<16].map { ASCII.hex(Array(b[$0])) }.joined(separator: "-")
-    }
 }

@@ -409,6 +409,13 @@ extension Sys {
     package static func touch(_ fd: FileDescriptor, path: String = "") throws {
         _ = try retrying("futimens", path) { Glibc.futimens(fd.rawValue, nil) }
     }
+
+    /// Microseconds since the Unix epoch, UTC, from the system clock.
+    package static func realtimeMicros() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec / 1000)
+    }
 }
 
 // The process's own output, for work done after a CGI answer.

@@ -2,6 +2,7 @@
 @testable import MockCloudJSON
 @testable import MockCloudStore
 @testable import MockCloudSystem
+import MockCloudWire
 
 // Feed anchors, `<generation>.<epoch>.<seq>`, as a client passes them back.
 //

@@ -4,6 +4,7 @@ import Glibc
 @testable import MockCloudJSON
 @testable import MockCloudStore
 @testable import MockCloudSystem
+import MockCloudWire
 
 // Requests as nginx + fcgiwrap hand them over: CGI meta-variables plus a body
 // on stdin (a pipe), through `CGIProgram.respond` and the route the path names

@@ -2,6 +2,7 @@
 @testable import MockCloudJSON
 @testable import MockCloudStore
 @testable import MockCloudSystem
+import MockCloudWire
 
 // The inbox change log's 256-byte text records, as a reader finds them on disk
 // (a crash or a hand edit can leave anything there).

@@ -80,11 +80,13 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 }
 
 private func parse(_ bytes: [UInt8], lenient: Bool) -> Result<JSONValue, JSONError> {
-    do throws(JSONError) {
+    do {
         return .success(lenient
             ? try JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth, allowNonFinite: true)
             : try JSONParser.parse(bytes))
     } catch {
+        require(error is JSONError, "the parser threw \(error), not a JSONError")
+        let error = JSONError(error)
         if case .invalid(let offset, _) = error {
             require(offset >= 0 && offset <= bytes.count, "error offset \(offset) outside \(bytes.count) bytes")
         }

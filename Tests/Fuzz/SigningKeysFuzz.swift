@@ -2,6 +2,7 @@
 @testable import MockCloudJSON
 @testable import MockCloudStore
 @testable import MockCloudSystem
+import MockCloudWire
 
 // The private files: the HMAC key file (`MOCKCLOUD_HMAC_KEYS`: `key-id:secret`
 // lines, hex or base64 secrets of at least 32 bytes) and the token file

@@ -2,6 +2,7 @@
 @testable import MockCloudJSON
 @testable import MockCloudStore
 @testable import MockCloudSystem
+import MockCloudWire
 
 // Client time stamps (`updatedAt`) and the server's own format.
 //

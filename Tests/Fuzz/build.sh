@@ -29,7 +29,7 @@ newer_than() { # newer_than FILE PATH... : true when FILE is missing or older th
 
 # The library targets, lowest first (Package.swift): each is compiled into
 # its own module and archive against the ones before it.
-modules=(MockCloudSystem MockCloudJSON MockCloudStore MockCloudConfig MockCloudHTTP)
+modules=(MockCloudJSON MockCloudWire MockCloudSystem MockCloudStore MockCloudConfig MockCloudHTTP)
 libraries=()
 for module in "${modules[@]}"; do libraries+=("$lib/lib$module.a"); done
 

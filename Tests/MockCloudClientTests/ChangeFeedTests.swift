@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudWire
 import Testing
 
 @Suite struct ChangeFeedTests {
@@ -12,7 +13,7 @@ import Testing
                                                  anchor: "bb.0.9", hasMore: false))
             }
         }
-        var pages: [FeedPage] = []
+        var pages: [ChangePage] = []
         for try await page in client(server).changes(since: Anchor("aa.0.1")) { pages.append(page) }
         let targets = await server.requests.map(\.target)
         #expect(targets == ["/inbox?limit=1000&anchor=aa.0.1&exclude-source=phone-1",
@@ -31,7 +32,7 @@ import Testing
                 ? FakeServer.json(200, page([envelope("a", version: 1, seq: 1)], anchor: "aa.0.1", hasMore: true))
                 : FakeServer.json(200, page([envelope("a", version: 1, seq: 4)], deleted: [("b", 3)], anchor: "aa.0.4", hasMore: false))
         }
-        var pages: [FeedPage] = []
+        var pages: [ChangePage] = []
         for try await page in client(server, device: nil).changes(since: nil) { pages.append(page) }
         #expect(pages.map { $0.messages.map(\.seq) } == [[1], [4]])
         #expect(pages[1].liveIDs == [id("a")] && pages[1].deleted.map(\.id) == [id("b")])

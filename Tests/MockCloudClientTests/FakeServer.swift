@@ -1,5 +1,6 @@
 import MockCloudClient
 import MockCloudJSON
+import MockCloudWire
 
 /// A transport that answers from a script instead of a network: each test
 /// says what the server does with each request and reads what was sent.

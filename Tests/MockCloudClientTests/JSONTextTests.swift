@@ -1,5 +1,6 @@
 import Glibc
 import MockCloudClient
+import MockCloudWire
 import Testing
 
 @Suite struct JSONTextTests {
@@ -22,7 +23,7 @@ import Testing
 
     @Test(arguments: [#"{"syncVersion": -1}"#, #"{"syncVersion": 1.5}"#, #"{"syncVersion": "2"}"#, #"{"syncVersion": 1234567890123456789}"#])
     func aSyncVersionThatIsNoVersionIsRefused(_ input: String) throws {
-        #expect(throws: ClientError.self) { try JSONText(validating: input).version(member: "syncVersion") }
+        #expect(throws: JSONTextError.notAVersion(member: "syncVersion")) { try JSONText(validating: input).version(member: "syncVersion") }
     }
 
     @Test func aCAFileIsCheckedAgainstItsFingerprint() throws {

@@ -1,19 +1,14 @@
 import Glibc
 import MockCloudConfig
 import MockCloudSystem
+import MockCloudTestSupport
 import Testing
 
 /// `Setting.all` is the one list of the service's settings: the README's
 /// table, the launcher, the test harness's clean slate and nginx's
 /// `fastcgi_param`s must name exactly those, with the same defaults.
 @Suite struct SettingListTests {
-    /// A file of the repository, as text.
-    static func repositoryFile(_ relative: String) throws -> String {
-        var path = #filePath
-        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
-        let bytes = try #require(try Sys.readFile(path + "/" + relative), "\(relative) is missing")
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    static func repositoryFile(_ relative: String) throws -> String { try MockCloudTestSupport.repositoryFile(relative) }
 
     /// Every `MOCKCLOUD_…` name in `text`.
     static func names(in text: String) -> Set<String> {

@@ -5,6 +5,7 @@ import MockCloudJSON
 @testable import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Synchronization
 import Testing
 

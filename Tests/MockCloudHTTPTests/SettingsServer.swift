@@ -7,6 +7,7 @@ import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// A `SettingsRoute` over a fresh data directory with a fixed clock; requests

@@ -3,6 +3,7 @@ import Glibc
 import MockCloudJSON
 @testable import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 import Testing
 
 @Suite struct ChangeLogEncodingTests {

@@ -4,6 +4,7 @@ import MockCloudJSON
 @testable import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 @Suite struct ChangeLogFileTests {

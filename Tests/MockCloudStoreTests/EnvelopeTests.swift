@@ -1,6 +1,7 @@
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 import Testing
 
 /// An envelope prints the same bytes whether its body comes printed
@@ -27,7 +28,7 @@ import Testing
     @Test func aBodyChangedAfterwardsIsPrintedAnew() throws {
         var envelope = Envelope(id: try #require(MessageID("nm-1")), version: 1, seq: 2, source: nil,
                                 serverReceivedAt: "", body: PrintedJSON(.object(JSONObject())))
-        envelope.body = try JSONParser.parse(Array(#"{"kg": 70}"#.utf8))
+        envelope.content = try JSONParser.parse(Array(#"{"kg": 70}"#.utf8))
         #expect(envelope.bytes == JSONPrinter.compact(envelope.json))
     }
 

@@ -1,6 +1,7 @@
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 import Testing
 
 /// What libFuzzer found (Tests/Fuzz/regressions), kept as unit tests.

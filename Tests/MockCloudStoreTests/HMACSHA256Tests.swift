@@ -1,3 +1,4 @@
+import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 import Testing

@@ -4,6 +4,7 @@ import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// Issue 12: what requests leave in the data directory, and what the service

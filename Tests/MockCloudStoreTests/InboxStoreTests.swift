@@ -3,6 +3,7 @@ import MockCloudJSON
 @testable import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// The inbox store alone, without HTTP: its feed, its commit protocol after

@@ -1,6 +1,7 @@
 import Foundation
 import MockCloudStore
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// MAC sidecars: what verifies, rotation, crashes mid-write, signed folders.

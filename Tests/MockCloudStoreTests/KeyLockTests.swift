@@ -4,6 +4,7 @@ import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// Per-key `flock`s: one key at a time, different keys independent.

@@ -4,6 +4,7 @@ import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
 import MockCloudTestSupport
+import MockCloudWire
 import Testing
 
 /// `<data>/user_settings/<key>.json` and the rules of a settings write,

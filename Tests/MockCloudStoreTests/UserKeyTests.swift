@@ -1,6 +1,7 @@
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 import Testing
 
 /// `^[A-Za-z0-9_-]{1,128}$` and nothing else becomes part of a path.

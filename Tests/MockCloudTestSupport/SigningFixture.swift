@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MockCloudStore
+import MockCloudWire
 
 /// Keys, secrets and places the signing tests of every layer share.
 package enum SigningFixture {

@@ -12,6 +12,8 @@ local CA (no -k anywhere, this suite's own reads included):
 - a 410 forced by compaction (tombstone horizon 0) and one by a restore
   from backup (mockcloud-admin backup / restore);
 - a 409 and a 412 on settings;
+- trust: the system's CAs, a wrong pin, and a CA file with another box's
+  CA appended are refused, that other box never reached;
 - the library itself (client-bench) over both transports, libcurl's
   CurlTransport and URLSessionTransport (FoundationNetworking): uploads
   and a pull through the cutting relay (retried), a 410 after compaction,
@@ -508,6 +510,25 @@ def main():
                      [] if proc.returncode == 4 and good.returncode == 0 and wrong.returncode == 4
                      else [f"system CAs {proc.returncode} {proc.stderr}", f"right pin {good.returncode} {good.stderr}",
                            f"wrong pin {wrong.returncode} {wrong.stderr}"])
+
+        # Trust: a CA file with another CA appended is refused, pinned to the
+        # box's fingerprint or not, and never reaches a server the other CA signed.
+        other = Box(work, "other-ca")
+        boxes.append(other)
+        appended = os.path.join(work, "appended-ca.crt")
+        with open(appended, "w") as f:
+            f.write(open(box.ca).read() + open(other.ca).read())
+        problems = []
+        for url, pin in [(other.url, ["--ca-sha256", fingerprint]), (other.url, []), (box.url, ["--ca-sha256", fingerprint])]:
+            run = subprocess.run([TOOL, "settings", "get", "--url", url, "--ca", appended, *pin, "--user-key", "settings"],
+                                 capture_output=True, text=True)
+            if run.returncode != 4 or "exactly one" not in run.stderr or run.stdout:
+                problems.append(f"{url} {pin}: exit {run.returncode}, stdout {run.stdout[:200]!r}, stderr {run.stderr[:200]!r}")
+        alone = subprocess.run([TOOL, "settings", "get", "--url", other.url, "--ca", other.ca, "--user-key", "settings"],
+                               capture_output=True, text=True)
+        if alone.returncode != 6:  # its own CA: served, nothing stored there
+            problems.append(f"the other box with its own CA: exit {alone.returncode} {alone.stderr[:200]}")
+        checks.check("a CA file with another CA appended is refused (exit 4), with or without --ca-sha256", problems)
 
         # The device's package: the stripped tool runs; libcurl is the one library beyond libc's and C++'s.
         dist = os.path.join(work, "dist")

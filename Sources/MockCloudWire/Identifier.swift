@@ -2,7 +2,7 @@
 package enum Identifier {
     /// `^[A-Za-z0-9_-]{1,128}$`: the `X-User-Key` and `X-Device-Id` shape.
     package static func isValidUserKey(_ text: String) -> Bool {
-        matches(text, maxLength: 128, extra: "_-")
+        matches(text, maxLength: WireLimits.userKeyLength, extra: "_-")
     }
 
     /// True when `text` is 1...`maxLength` bytes of ASCII letters, digits and `extra`.

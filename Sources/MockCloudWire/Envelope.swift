@@ -1,38 +1,45 @@
 import MockCloudJSON
-import MockCloudSystem
 
-/// A message as stored in `<data>/inbox/<key>/messages/<id>.json`: the
-/// envelope of a live message, or the tombstone a deletion leaves.
-package struct Envelope: Sendable, Equatable {
-    package var id: MessageID
-    package var version: Int64
-    package var seq: Int64
-    /// The device that wrote it, if it named itself.
-    package var source: String?
-    package var serverReceivedAt: String
-    /// The client's JSON object, kept intact; `nil` for a tombstone.
-    package var body: JSONValue? {
+/// A message as stored in `<data>/inbox/<key>/messages/<id>.json` and sent
+/// in the feed (docs/API.md §4): the envelope of a live message, or the
+/// tombstone a deletion leaves.
+public struct Envelope: Sendable, Equatable {
+    public var id: MessageID
+    /// The writer's sync version (`X-Sync-Version`); the server keeps the highest.
+    public var version: Int64
+    /// The change's place in the key's feed; a new one for every change.
+    public var seq: Int64
+    /// The device that wrote it (`X-Device-Id`), if it named itself.
+    public var source: String?
+    /// When the server stored it (`20260518T044304.134233Z`).
+    public var serverReceivedAt: String
+    /// The writer's JSON object, kept intact; `nil` for a tombstone.
+    package var content: JSONValue? {
         didSet { printedBody = nil }  // printed for the old body
     }
+
+    /// The writer's JSON object in its compact form; `nil` for a tombstone.
+    public var body: JSONText? { content.map(JSONText.init) }
     /// The bytes it was read from, when it was read from disk: the feed
     /// sends them as they are instead of printing the envelope again.
-    var stored: [UInt8]?
+    package var stored: [UInt8]?
     /// `body` printed compact, when the writer had it printed already
     /// (`init(…body: PrintedJSON)`): `bytes` splices it in.
     private var printedBody: [UInt8]?
 
-    package static func == (a: Envelope, b: Envelope) -> Bool {
-        (a.id, a.version, a.seq, a.source, a.serverReceivedAt, a.body)
-            == (b.id, b.version, b.seq, b.source, b.serverReceivedAt, b.body)
+    public static func == (a: Envelope, b: Envelope) -> Bool {
+        (a.id, a.version, a.seq, a.source, a.serverReceivedAt, a.content)
+            == (b.id, b.version, b.seq, b.source, b.serverReceivedAt, b.content)
     }
 
-    package var isTombstone: Bool { body == nil }
+    /// True for the tombstone of a deleted message.
+    public var isTombstone: Bool { content == nil }
 
     /// `{"id", "version", "seq", "source", "serverReceivedAt", "body"}`, or for
     /// a tombstone `{"id", "version", "seq", "source", "serverReceivedAt", "deleted": true}`.
     package var json: JSONValue {
         var object = header
-        if let body { object["body"] = body } else { object["deleted"] = .bool(true) }
+        if let content { object["body"] = content } else { object["deleted"] = .bool(true) }
         return .object(object)
     }
 
@@ -47,15 +54,10 @@ package struct Envelope: Sendable, Equatable {
         return object
     }
 
-    /// The `{"id", "seq"}` entry a deletion makes in the feed.
-    package var deletionJSON: JSONValue {
-        .object(JSONObject([JSONMember("id", .string(id.rawValue)), JSONMember("seq", .number(String(seq)))]))
-    }
-
     /// The bytes stored on disk: `JSONPrinter.compact(json)`.
     package var bytes: [UInt8] {
         if let stored { return stored }
-        guard let printedBody, body != nil else { return JSONPrinter.compact(json) }
+        guard let printedBody, content != nil else { return JSONPrinter.compact(json) }
         // `body` is the last member: the header's `}` becomes `, "body": <body>}`.
         var out = JSONPrinter.compact(.object(header))
         out.removeLast()
@@ -68,7 +70,7 @@ package struct Envelope: Sendable, Equatable {
     /// Prints the envelope into `stored`, once its fields are final; the
     /// printed body is then part of it and is let go (a bulk of 8 MiB would
     /// otherwise hold each body three times).
-    mutating func printOnce() {
+    package mutating func printOnce() {
         stored = bytes
         printedBody = nil
     }
@@ -79,7 +81,7 @@ package struct Envelope: Sendable, Equatable {
         self.seq = seq
         self.source = source
         self.serverReceivedAt = serverReceivedAt
-        self.body = body
+        content = body
     }
 
     /// A live message whose body is printed already.
@@ -95,6 +97,15 @@ package struct Envelope: Sendable, Equatable {
         guard !bytes.starts(with: [0xEF, 0xBB, 0xBF]),
             case .object(let object)? = try? JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth)
         else { return nil }
+        self.init(object)
+        stored = bytes
+    }
+
+    /// Reads an envelope's members, as stored or as a feed page sends them;
+    /// `nil` when they are not one: `id`, `version`, `seq` and
+    /// `serverReceivedAt` of their types, and an object `body` for a live
+    /// message or `"deleted": true` and no body for a tombstone.
+    package init?(_ object: JSONObject) {
         // One pass over the members (their keys are unique), not a lookup per
         // field: each lookup is a call into MockCloudJSON, and a feed page
         // reads ten envelopes. No key other than these ASCII names is `==`
@@ -122,6 +133,5 @@ package struct Envelope: Sendable, Equatable {
             guard case .object? = body else { return nil }
         }
         self.init(id: id, version: version, seq: seq, source: source, serverReceivedAt: received, body: body)
-        stored = bytes
     }
 }

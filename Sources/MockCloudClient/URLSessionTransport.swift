@@ -1,6 +1,6 @@
 #if canImport(FoundationNetworking) || (canImport(Darwin) && canImport(Security))
 import Foundation
-import MockCloudClient
+import MockCloudJSON
 #if canImport(FoundationNetworking)
 import CCurl
 import FoundationNetworking
@@ -9,12 +9,9 @@ import Security
 #endif
 
 /// The URLSession transport: the app's on Apple platforms (HTTP/2, gzip
-/// decoded by the system), and on Linux over FoundationNetworking. A module
-/// of its own, in the `MockCloudClient` product: on Linux it brings
-/// Foundation, which `mockcloud-sync` (libcurl, the Swift runtime linked in)
-/// does without.
+/// decoded by the system), and on Linux over FoundationNetworking.
 ///
-/// It trusts the certificates of the CA file (`TrustAnchor.pem`) and nothing
+/// It trusts the CA file's certificate (`TrustAnchor.der`) and nothing
 /// else; how differs, because the two URLSessions differ:
 /// - Apple platforms: the box's CA is the only anchor of the server-trust
 ///   challenge (`SecTrustSetAnchorCertificatesOnly`), with the SSL policy for
@@ -30,21 +27,16 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let baseURL: String
     private let session: URLSession
 
-    public init(baseURL: String, trust: TrustAnchor) throws(TransportError) {
-        // Every check before the first stored property: the iOS build's
-        // compiler (6.3.1) crashes on a typed throw after one is set.
-        guard baseURL.hasPrefix("https://") else { throw .setup("the URL must start with https://") }
-        let anchors = PEM.blocks(in: trust.pem).filter { $0.label == "CERTIFICATE" }.compactMap(\.der)
-        guard !anchors.isEmpty else { throw .setup("the CA file holds no certificate") }
+    public init(baseURL: String, trust: TrustAnchor) throws {
+        guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
         #if canImport(FoundationNetworking)
-        try LinuxTrustStore.check(onlyAnchors: anchors)
+        try LinuxTrustStore.check(onlyAnchor: trust.der)
         let delegate: (any URLSessionDelegate)? = nil
         #else
-        let certificates = anchors.compactMap { SecCertificateCreateWithData(nil, Data($0) as CFData) }
-        guard certificates.count == anchors.count else {
-            throw .setup("the CA file holds a certificate Security cannot read")
+        guard let certificate = SecCertificateCreateWithData(nil, Data(trust.der) as CFData) else {
+            throw TransportError.setup("the CA file's certificate is not one Security can read")
         }
-        let delegate: (any URLSessionDelegate)? = TrustChallenge(anchors: certificates)
+        let delegate: (any URLSessionDelegate)? = TrustChallenge(anchor: certificate)
         #endif
         let configuration = URLSessionConfiguration.ephemeral
         configuration.connectionProxyDictionary = [:]
@@ -86,8 +78,10 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        guard let url = URL(string: baseURL + request.target) else { throw .setup("bad URL \(baseURL + request.target)") }
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let url = URL(string: baseURL + request.target) else {
+            throw TransportError.setup("bad URL \(baseURL + request.target)")
+        }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method
         for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
@@ -113,10 +107,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         } onCancel: {
             running.cancel()
         }
-        switch result {  // not result.get(): iOS 16's Result.get() throws any Error
-        case .success(let response): return response
-        case .failure(let error): throw error
-        }
+        return try result.get()
     }
 
     /// URLSession's failure as the client treats it: a certificate that did
@@ -150,13 +141,13 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 }
 
 #if !canImport(FoundationNetworking)
-/// The server-trust challenge answered with the CA file's certificates as
-/// the only anchors and the SSL policy for the host name; anything else is
+/// The server-trust challenge answered with the CA file's certificate as
+/// the only anchor and the SSL policy for the host name; anything else is
 /// refused. The session holds it (not the transport: no cycle).
 private final class TrustChallenge: NSObject, URLSessionDelegate, @unchecked Sendable {
-    let anchors: [SecCertificate]
+    let anchor: SecCertificate
 
-    init(anchors: [SecCertificate]) { self.anchors = anchors }
+    init(anchor: SecCertificate) { self.anchor = anchor }
 
     func urlSession(
         _ session: URLSession, didReceive challenge: URLAuthenticationChallenge
@@ -165,7 +156,7 @@ private final class TrustChallenge: NSObject, URLSessionDelegate, @unchecked Sen
             let trust = challenge.protectionSpace.serverTrust
         else { return (.performDefaultHandling, nil) }
         SecTrustSetPolicies(trust, SecPolicyCreateSSL(true, challenge.protectionSpace.host as CFString))
-        SecTrustSetAnchorCertificates(trust, anchors as CFArray)
+        SecTrustSetAnchorCertificates(trust, [anchor] as CFArray)
         SecTrustSetAnchorCertificatesOnly(trust, true)
         guard SecTrustEvaluateWithError(trust, nil) else { return (.cancelAuthenticationChallenge, nil) }
         return (.useCredential, URLCredential(trust: trust))
@@ -175,12 +166,12 @@ private final class TrustChallenge: NSObject, URLSessionDelegate, @unchecked Sen
 
 #if canImport(FoundationNetworking)
 /// The trust store FoundationNetworking's libcurl reads, checked to hold the
-/// CA file's certificates alone: libcurl's CA file (`CURLINFO_CAINFO`;
+/// CA file's certificate alone: libcurl's CA file (`CURLINFO_CAINFO`;
 /// without one, each file FoundationNetworking would pick instead) and every
 /// file in its CA directory (`CURLINFO_CAPATH`). Each must hold at least one
-/// PEM block, and every block must be a `CERTIFICATE` whose bytes are one of
-/// the CA file's: a `TRUSTED CERTIFICATE`, a CRL or any other certificate
-/// refuses. Checked when the transport is made.
+/// PEM block, and every block must be a `CERTIFICATE` whose bytes are the CA
+/// file's: a `TRUSTED CERTIFICATE`, a CRL or any other certificate refuses.
+/// Checked when the transport is made.
 enum LinuxTrustStore {
     /// What FoundationNetworking sets as the CA file when libcurl has none.
     static let fallbackFiles = [
@@ -188,15 +179,17 @@ enum LinuxTrustStore {
         "/usr/local/share/certs/ca-root-nss.crt", "/etc/ssl/cert.pem",
     ]
 
-    static func check(onlyAnchors anchors: [[UInt8]]) throws(TransportError) {
-        guard let handle = curl_easy_init() else { throw .setup("curl_easy_init failed") }
+    static func check(onlyAnchor anchor: [UInt8]) throws {
+        guard let handle = curl_easy_init() else { throw TransportError.setup("curl_easy_init failed") }
         defer { curl_easy_cleanup(handle) }
         var caFile: UnsafePointer<CChar>? = nil, caPath: UnsafePointer<CChar>? = nil
         guard mockcloud_curl_info_string(handle, CURLINFO_CAINFO, &caFile) == CURLE_OK,
             mockcloud_curl_info_string(handle, CURLINFO_CAPATH, &caPath) == CURLE_OK
-        else { throw .setup("this libcurl does not say which CA file it reads (CURLINFO_CAINFO)") }
+        else { throw TransportError.setup("this libcurl does not say which CA file it reads (CURLINFO_CAINFO)") }
         let files = caFile.map { [String(cString: $0)] } ?? fallbackFiles.filter { FileManager.default.fileExists(atPath: $0) }
-        guard !files.isEmpty else { throw .setup("libcurl names no CA file: it would trust OpenSSL's defaults") }
+        guard !files.isEmpty else {
+            throw TransportError.setup("libcurl names no CA file: it would trust OpenSSL's defaults")
+        }
         var checked = files
         if let caPath {
             let directory = String(cString: caPath)
@@ -204,55 +197,28 @@ enum LinuxTrustStore {
             checked += names.sorted().map { directory + "/" + $0 }
         }
         for path in checked {
-            if let problem = problem(inFile: path, anchors: anchors) {
-                throw .setup(
+            if let problem = problem(inFile: path, anchor: anchor) {
+                throw TransportError.setup(
                     "URLSession on Linux trusts the system's CAs, and \(path) \(problem); run it where /etc/ssl/certs "
-                        + "holds the box's CA alone (README, \"Sync from a device\")")
+                        + "holds the box's CA alone (README, \"The two transports\")")
             }
         }
     }
 
     /// Why `path` is not the CA alone, or nil.
-    static func problem(inFile path: String, anchors: [[UInt8]]) -> String? {
+    static func problem(inFile path: String, anchor: [UInt8]) -> String? {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return nil }
         if isDirectory.boolValue { return "is a directory" }
         guard let data = FileManager.default.contents(atPath: path) else { return "cannot be read" }
-        let blocks = PEM.blocks(in: [UInt8](data))
+        let blocks = TrustAnchor.pemBlocks([UInt8](data))
         if blocks.isEmpty { return "holds no certificate" }
         for block in blocks {
             guard block.label == "CERTIFICATE" else { return "holds a \(block.label) block" }
-            guard let der = block.der, anchors.contains(der) else { return "holds another certificate" }
+            guard ASCII.decodeBase64(block.base64) == anchor else { return "holds another certificate" }
         }
         return nil
     }
 }
 #endif
-
-/// PEM text as its blocks.
-enum PEM {
-    /// Every `-----BEGIN LABEL-----` block, decoded (nil `der` when its
-    /// base64 does not decode).
-    static func blocks(in pem: [UInt8]) -> [(label: String, der: [UInt8]?)] {
-        let begin = Array("-----BEGIN ".utf8), dashes = Array("-----".utf8)
-        var blocks: [(label: String, der: [UInt8]?)] = []
-        var rest = pem[...]
-        while let start = rest.firstRange(of: begin) {
-            guard let labelEnd = rest[start.upperBound...].firstRange(of: dashes) else {
-                blocks.append(("unterminated", nil))
-                break
-            }
-            let label = String(decoding: rest[start.upperBound..<labelEnd.lowerBound], as: UTF8.self)
-            let end = Array("-----END \(label)-----".utf8)
-            guard let stop = rest[labelEnd.upperBound...].firstRange(of: end) else {
-                blocks.append((label, nil))
-                break
-            }
-            let base64 = rest[labelEnd.upperBound..<stop.lowerBound].filter { !(0x09...0x0D).contains($0) && $0 != 0x20 }
-            blocks.append((label, Data(base64Encoded: Data(base64)).map { [UInt8]($0) }))
-            rest = rest[stop.upperBound...]
-        }
-        return blocks
-    }
-}
 #endif

@@ -1,3 +1,4 @@
+import MockCloudJSON
 import MockCloudSystem
 import Testing
 

@@ -1,4 +1,4 @@
-import Glibc
+import MockCloudJSON
 
 /// Time stamps: the server's own (`20260518T044304.134233Z`, as the Python
 /// mock cloud writes them) and the clients' `updatedAt`, compared as instants.
@@ -25,13 +25,6 @@ package enum Timestamp {
     /// 0001-01-01T00:00:00Z through 9999-12-31T23:59:59.999999Z.
     package static let supported: ClosedRange<Micros> =
         Micros(days(year: 1, month: 1, day: 1)) * 86_400_000_000...(Micros(days(year: 10000, month: 1, day: 1)) * 86_400_000_000 - 1)
-
-    /// The current instant from the system clock.
-    package static func now() -> Micros {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Micros(ts.tv_sec) * 1_000_000 + Micros(ts.tv_nsec / 1000)
-    }
 
     /// Parses a client time stamp into microseconds since the epoch; `nil` when
     /// it is not one of the accepted forms:

@@ -1,5 +1,4 @@
 import MockCloudJSON
-import MockCloudSystem
 
 /// A JSON object as bytes, in the server's compact form (`json.dumps`):
 /// member order and number text exactly as written, so a body makes the same
@@ -8,28 +7,27 @@ import MockCloudSystem
 public struct JSONText: Sendable, Hashable, CustomStringConvertible {
     /// The compact UTF-8 bytes.
     public let bytes: [UInt8]
-    let value: JSONValue
+    package let value: JSONValue
 
     /// Parses `bytes` (strict RFC 8259, up to 64 levels, as the server does)
-    /// and keeps its compact form; throws `ClientError.invalidArgument` for
-    /// anything but a JSON object.
-    public init(validating bytes: [UInt8]) throws(ClientError) {
+    /// and keeps its compact form; throws for anything but a JSON object.
+    public init(validating bytes: [UInt8]) throws {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
         } catch {
-            throw .invalidArgument("not valid JSON: \(error)")
+            throw JSONTextError.notJSON("\(error)")
         }
-        guard value.objectValue != nil else { throw .invalidArgument("not a JSON object") }
+        guard value.objectValue != nil else { throw JSONTextError.notAnObject }
         self.init(value)
     }
 
     /// The same for text.
-    public init(validating text: String) throws(ClientError) {
+    public init(validating text: String) throws {
         try self.init(validating: Array(text.utf8))
     }
 
-    init(_ value: JSONValue) {
+    package init(_ value: JSONValue) {
         self.value = value
         bytes = JSONPrinter.compact(value)
     }
@@ -40,11 +38,11 @@ public struct JSONText: Sendable, Hashable, CustomStringConvertible {
     /// The top-level member `name` when it is a non-negative integer of at
     /// most 18 digits (the server's `X-Sync-Version` range); nil when absent.
     /// Throws when it is there but not such a number.
-    public func version(member name: String) throws(ClientError) -> Int64? {
+    public func version(member name: String) throws -> Int64? {
         guard let member = value.objectValue?[name] else { return nil }
         guard case .number(let text) = member, (1...18).contains(text.utf8.count),
             text.utf8.allSatisfy(ASCII.isDigit), let number = Int64(text)
-        else { throw .invalidArgument("\"\(name)\" must be a non-negative integer of at most 18 digits") }
+        else { throw JSONTextError.notAVersion(member: name) }
         return number
     }
 
@@ -52,7 +50,20 @@ public struct JSONText: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }
 
-extension JSONText {
-    /// SHA-256 of the compact bytes, lowercase hex: what changed and what did not.
-    package var sha256: String { ASCII.hex(SHA256Digest.of(bytes)) }
+/// Why bytes are not a `JSONText`, or a member not a sync version.
+public enum JSONTextError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Not JSON at all (strict RFC 8259); the parser's reason.
+    case notJSON(String)
+    /// JSON, but not an object.
+    case notAnObject
+    /// The member is there but not an integer of 0 to 18 digits.
+    case notAVersion(member: String)
+
+    public var description: String {
+        switch self {
+        case .notJSON(let reason): return "not valid JSON: \(reason)"
+        case .notAnObject: return "not a JSON object"
+        case .notAVersion(let name): return "\"\(name)\" must be a non-negative integer of at most 18 digits"
+        }
+    }
 }

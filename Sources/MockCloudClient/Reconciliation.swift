@@ -1,0 +1,77 @@
+import MockCloudJSON
+import MockCloudWire
+
+/// What `reconcileSettings(local:)` found at launch and did: the four cases
+/// of an app's settings store, and the one where both already agree.
+public enum SettingsReconciliation: Sendable, Equatable {
+    /// Nothing was stored on the box (404): the local copy was stored there.
+    case createdOnBox(Settings)
+    /// The box could not be reached: keep the local copy and try later.
+    case unreachable(ClientError)
+    /// The box's `updatedAt` is newer (or nothing is held locally): apply
+    /// its document locally.
+    case boxIsNewer(Settings)
+    /// The local `updatedAt` is newer: it was pushed, and the box holds it.
+    case pushedLocal(Settings)
+    /// Both hold the same `updatedAt`: nothing to do.
+    case inSync(Settings)
+}
+
+extension MockCloudClient {
+    /// Reconciles the app's settings with the box's at launch, by
+    /// `updatedAt` (last writer wins, as the server judges it):
+    /// - nothing stored on the box: `local` is stored (`createdOnBox`);
+    /// - the box unreachable after the retries: `unreachable`, keep `local`;
+    /// - the box's document newer, or nothing local: `boxIsNewer`, apply it;
+    /// - `local` newer: pushed with `If-Match` (`pushedLocal`); a write
+    ///   that landed meanwhile is judged again, so nothing newer is lost;
+    /// - the same `updatedAt`: `inSync`.
+    /// A document without a parseable `updatedAt` is older than any that
+    /// has one. Throws only what a retry cannot mend (an untrusted server,
+    /// a refused key or token, an answer it does not understand).
+    public func reconcileSettings(local: JSONText?) async throws -> SettingsReconciliation {
+        for _ in 0..<configuration.retry.maxAttempts {
+            let stored: Settings?
+            do {
+                stored = try await settings()
+            } catch ClientError.unavailable(let detail) {
+                return .unreachable(.unavailable(detail))
+            }
+            guard let local else {
+                if let stored { return .boxIsNewer(stored) }
+                throw ClientError.invalidArgument("nothing to reconcile: no local settings and none on the box")
+            }
+            let write: SettingsWrite
+            do {
+                if let stored {
+                    let (mine, theirs) = (Self.updatedAt(local), Self.updatedAt(stored.document))
+                    if mine == theirs { return .inSync(stored) }
+                    if (mine ?? .min) < (theirs ?? .min) { return .boxIsNewer(stored) }
+                    guard let etag = stored.etag else { throw ClientError.badAnswer("settings without an ETag") }
+                    write = try await putSettings(local, ifMatch: etag)
+                } else {
+                    write = try await createSettings(local)
+                }
+            } catch ClientError.unavailable(let detail) {
+                return .unreachable(.unavailable(detail))
+            }
+            switch write {
+            case .written(let settings): return stored == nil ? .createdOnBox(settings) : .pushedLocal(settings)
+            case .conflict:
+                continue  // another device wrote meanwhile: judge again against what it stored
+            }
+        }
+        throw ClientError.unavailable("the settings kept changing on the box while reconciling")
+    }
+
+    /// `PUT` with `If-None-Match: *`: stored only if nothing is.
+    func createSettings(_ document: JSONText) async throws -> SettingsWrite {
+        try await writeSettings("PUT", "application/json", document, condition: ("If-None-Match", "*"))
+    }
+
+    /// The instant of a document's `updatedAt`; nil without a parseable one.
+    static func updatedAt(_ document: JSONText) -> Timestamp.Micros? {
+        guard case .string(let text)? = document.value.objectValue?["updatedAt"] else { return nil }
+        return Timestamp.parse(text)
+    }
+}
