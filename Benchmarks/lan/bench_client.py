@@ -102,6 +102,7 @@ def main():
     for program in (TOOL, LIBRARY):
         if not os.access(program, os.X_OK):
             bench_lan.die(f"no {program}: run make build")
+    load = os.getloadavg()[0]
     lab = bench_lan.Lab()
     if args.tmpfs:
         shutil.rmtree(lab.work)
@@ -192,7 +193,7 @@ def main():
     r5, curl_pull_s, _ = row("pull 10,000 messages, gzip, curl per page (a connection each)", curl_pulls, SAMPLES // BATCH)
     text = "\n".join([
         f"Measured by `make bench-client` on {time.strftime('%Y-%m-%d')}, commit `{bench_lan.git_commit()}`, "
-        f"{os.cpu_count()} cores; link: {lab.link}, {bench_lan.DELAY_MS:g} ms each way, {bench_lan.RATE_MBIT:g} Mbit/s; "
+        f"{os.cpu_count()} cores (load average {load:.1f} at the start); link: {lab.link}, {bench_lan.DELAY_MS:g} ms each way, {bench_lan.RATE_MBIT:g} Mbit/s; "
         f"data {'on tmpfs (--tmpfs)' if args.tmpfs else 'on disk'}; median of {RUNS} (range).", "",
         "| work | time | requests | bytes on the wire | round-trip-bound minimum | × minimum |",
         "| --- | --- | --- | --- | --- | --- |", r0, r0u, r1, r2, r3, r3u, r4, r5, "",

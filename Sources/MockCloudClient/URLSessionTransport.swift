@@ -27,6 +27,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let baseURL: String
     private let session: URLSession
 
+    /// `baseURL` like `https://192.168.1.20:8443`. Throws
+    /// `TransportError.setup` (on Linux, for a trust store that holds more
+    /// than `trust`'s certificate).
     public init(baseURL: String, trust: TrustAnchor) throws {
         guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
         #if canImport(FoundationNetworking)
@@ -179,6 +182,8 @@ enum LinuxTrustStore {
         "/usr/local/share/certs/ca-root-nss.crt", "/etc/ssl/cert.pem",
     ]
 
+    /// Throws `TransportError.setup` naming the first file that holds
+    /// anything but `anchor` (DER).
     static func check(onlyAnchor anchor: [UInt8]) throws {
         guard let handle = curl_easy_init() else { throw TransportError.setup("curl_easy_init failed") }
         defer { curl_easy_cleanup(handle) }
