@@ -131,7 +131,8 @@ let package = Package(
         // client's SHA-256 (CA fingerprints, the push state).
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         // libcurl (Debian's OpenSSL flavour), imported by the client's
-        // CurlTransport alone; shim.h wraps the variadic curl_easy_setopt.
+        // CurlTransport and by URLSessionTransport's trust store check on
+        // Linux; shim.h wraps the variadic curl_easy_setopt.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcrypto's CPU probe on demand (see startup.c).
         .target(name: "CStartup", cSettings: dwarf4),
@@ -170,7 +171,8 @@ let package = Package(
         // archives static Foundation needs): no toolchain on the device.
         .executableTarget(name: "mockcloud-sync", dependencies: ["MockCloudSync", "MockCloudSystem"]),
 
-        // The library alone over the simulated Wi-Fi link (Benchmarks/lan/bench_client.py).
+        // The library alone over either transport: the simulated Wi-Fi link
+        // (Benchmarks/lan/bench_client.py) and Tests/client/run.py.
         .executableTarget(
             name: "client-bench",
             dependencies: ["MockCloudClient", "MockCloudSystem", "MockCloudWire"],

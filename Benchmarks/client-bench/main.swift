@@ -1,27 +1,75 @@
+import Dispatch
 import Glibc
 import MockCloudClient
 import MockCloudSystem
 import MockCloudWire
 
-// The library alone, for Benchmarks/lan/bench_client.py: no folder, no
-// state files, no process start in the figure.
-//   client-bench push URL CA KEY SAMPLES       a line per sample: ID VERSION BODY-JSON
-//   client-bench pull URL CA KEY
-// Prints {"seconds": …, "items": …} (the timed part only).
-let arguments = CommandLine.arguments
-guard arguments.count >= 5, let key = UserKey(arguments[4]) else {
-    try? Sys.writeAll(.standardError, Array("usage: client-bench push|pull URL CA KEY [SAMPLES]\n".utf8))
+// The library alone, over either transport, for Benchmarks/lan/bench_client.py
+// (push, pull: no folder, no state files, no process start in the figure)
+// and Tests/client/run.py (every command):
+//   client-bench [--transport curl|urlsession] COMMAND URL CA KEY [ARG...]
+//   push SAMPLES          a line per sample: ID VERSION BODY-JSON; prints
+//                         {"seconds", "items" (stored), "rejected"}
+//   pull [STATE]          the feed from STATE's anchor (a first line ANCHOR
+//                         or "-", then ID VERSION BODY lines), STATE rewritten
+//                         after; prints {"seconds", "items", "resync", "pages"}
+//   settings-get          prints {"status": "stored", "etag", "document"} or {"status": "none"}
+//   settings-put FILE [ETAG]   prints {"status": "written", "etag", "document"}
+//                         or {"status": 409|412, "current"}
+//   hold                  GET /user/settings; on a line on stdin, the task
+//                         is cancelled; prints {"outcome", "ms" (after the cancel)}
+// A client error prints {"error", "kind"} and exits 1; usage exits 2.
+var arguments = Array(CommandLine.arguments.dropFirst())
+var transportName = "curl"
+if arguments.count >= 2, arguments[0] == "--transport" {
+    transportName = arguments[1]
+    arguments.removeFirst(2)
+}
+
+func say(_ line: String) {
+    try? Sys.writeAll(.standardOutput, Array((line + "\n").utf8))
+}
+
+func quoted(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
+}
+
+func seconds(_ elapsed: Duration) -> Double {
+    Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+guard arguments.count >= 4, let key = UserKey(arguments[3]), transportName == "curl" || transportName == "urlsession" else {
+    try? Sys.writeAll(
+        .standardError,
+        Array("usage: client-bench [--transport curl|urlsession] push|pull|settings-get|settings-put|hold URL CA KEY [ARG...]\n".utf8))
     exit(2)
 }
+let (command, url, caFile) = (arguments[0], arguments[1], arguments[2])
+let clock = ContinuousClock()
+
 do {
-    let client = MockCloudClient(
-        configuration: ClientConfiguration(userKey: key, deviceID: DeviceID("bench-1")),
-        transport: try CurlTransport(baseURL: arguments[2], trust: try TrustAnchor(caFile: arguments[3])))
-    let clock = ContinuousClock()
-    var count = 0
-    let elapsed: Duration
-    if arguments[1] == "push", arguments.count == 6 {
-        guard let lines = try Sys.readFile(arguments[5]) else { throw ClientError.local("no \(arguments[5])") }
+    let trust = try TrustAnchor(caFile: caFile)
+    let transport: any HTTPTransport
+    do {
+        transport = transportName == "curl"
+            ? try CurlTransport(baseURL: url, trust: trust) : try URLSessionTransport(baseURL: url, trust: trust)
+    } catch let error as TransportError {
+        throw ClientError.local(error.description)
+    }
+    let client = MockCloudClient(configuration: ClientConfiguration(userKey: key, deviceID: DeviceID("bench-1")), transport: transport)
+    switch command {
+    case "push" where arguments.count == 5:
+        guard let lines = try Sys.readFile(arguments[4]) else { throw ClientError.local("no \(arguments[4])") }
         var items: [UploadItem] = []
         for line in lines.split(separator: UInt8(ascii: "\n")) {
             let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
@@ -32,16 +80,101 @@ do {
         }
         let start = clock.now
         let outcomes = try await client.upload(items)
-        elapsed = clock.now - start
-        count = outcomes.filter(\.isDone).count
-    } else {
+        let elapsed = clock.now - start
+        let stored = outcomes.filter(\.isDone).count
+        say("{\"seconds\": \(seconds(elapsed)), \"items\": \(stored), \"rejected\": \(outcomes.count - stored)}")
+
+    case "pull" where arguments.count <= 5:
+        let stateFile = arguments.count == 5 ? arguments[4] : nil
+        var anchor: Anchor? = nil
+        var held: [MessageID: (version: Int64, body: JSONText)] = [:]
+        if let stateFile, let text = try Sys.readFile(stateFile) {
+            let lines = text.split(separator: UInt8(ascii: "\n"))
+            if let first = lines.first { anchor = Anchor(String(decoding: first, as: UTF8.self)) }
+            for line in lines.dropFirst() {
+                let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
+                guard fields.count == 3, let id = MessageID(String(decoding: fields[0], as: UTF8.self)),
+                    let version = Int64(String(decoding: fields[1], as: UTF8.self))
+                else { throw ClientError.local("\(stateFile): a line without ID VERSION BODY") }
+                held[id] = (version, try JSONText(validating: Array(fields[2])))
+            }
+        }
+        var count = 0, pages = 0, resync = false
         let start = clock.now
-        for try await page in client.changes(since: nil) { count += page.messages.count }
-        elapsed = clock.now - start
+        for try await page in client.changes(since: anchor, excludingOwnWrites: false) {
+            pages += 1
+            count += page.messages.count
+            if page.startsResync { resync = true }
+            for message in page.messages { held[message.id] = message.body.map { (message.version, $0) } }
+            for deletion in page.deleted { held[deletion.id] = nil }
+            if let live = page.liveIDs { held = held.filter { live.contains($0.key) } }
+            if !page.isFullRead || !page.hasMore { anchor = page.anchor }
+        }
+        let elapsed = clock.now - start
+        if let stateFile {
+            var text = Array(((anchor?.rawValue ?? "-") + "\n").utf8)
+            for (id, message) in held.sorted(by: { $0.key < $1.key }) {
+                text += Array("\(id.rawValue) \(message.version) ".utf8) + message.body.bytes + [UInt8(ascii: "\n")]
+            }
+            let slash = stateFile.lastIndex(of: "/")
+            try AtomicFile.write(
+                text, to: String(stateFile[(slash.map { stateFile.index(after: $0) } ?? stateFile.startIndex)...]),
+                in: slash.map { String(stateFile[..<$0]) } ?? ".")
+        }
+        say("{\"seconds\": \(seconds(elapsed)), \"items\": \(count), \"resync\": \(resync), \"pages\": \(pages)}")
+
+    case "settings-get" where arguments.count == 4:
+        if let settings = try await client.settings() {
+            say("{\"status\": \"stored\", \"etag\": \(quoted(settings.etag ?? "")), \"document\": \(settings.document)}")
+        } else {
+            say("{\"status\": \"none\"}")
+        }
+
+    case "settings-put" where arguments.count == 5 || arguments.count == 6:
+        guard let bytes = try Sys.readFile(arguments[4]) else { throw ClientError.local("no \(arguments[4])") }
+        switch try await client.putSettings(try JSONText(validating: bytes), ifMatch: arguments.count == 6 ? arguments[5] : nil) {
+        case .written(let settings):
+            say("{\"status\": \"written\", \"etag\": \(quoted(settings.etag ?? "")), \"document\": \(settings.document)}")
+        case .conflict(let status, _, let current):
+            say("{\"status\": \(status), \"current\": \(current.map { "\($0.document)" } ?? "null")}")
+        }
+
+    case "hold" where arguments.count == 4:
+        let request = Task { try await client.settings() }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                _ = readLine()
+                done.resume()
+            }
+        }
+        let cancelled = clock.now
+        request.cancel()
+        let outcome: String
+        switch await request.result {
+        case .success: outcome = "answered"
+        case .failure(ClientError.cancelled): outcome = "cancelled"
+        case .failure(let error): outcome = "failed: \(error)"
+        }
+        say("{\"outcome\": \(quoted(outcome)), \"ms\": \(seconds(clock.now - cancelled) * 1000)}")
+
+    default:
+        try? Sys.writeAll(.standardError, Array("client-bench: unknown command or wrong arguments: \(arguments)\n".utf8))
+        exit(2)
     }
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    try Sys.writeAll(.standardOutput, Array("{\"seconds\": \(seconds), \"items\": \(count)}\n".utf8))
+} catch let error as ClientError {
+    let kind: String
+    switch error {
+    case .invalidArgument: kind = "invalidArgument"
+    case .untrusted: kind = "untrusted"
+    case .unavailable: kind = "unavailable"
+    case .refused: kind = "refused"
+    case .badAnswer: kind = "badAnswer"
+    case .local: kind = "local"
+    case .cancelled: kind = "cancelled"
+    }
+    say("{\"error\": \(quoted(error.description)), \"kind\": \"\(kind)\"}")
+    exit(1)
 } catch {
-    try? Sys.writeAll(.standardError, Array("client-bench: \(error)\n".utf8))
+    say("{\"error\": \(quoted("\(error)")), \"kind\": \"other\"}")
     exit(1)
 }

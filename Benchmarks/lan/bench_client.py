@@ -7,7 +7,10 @@ and stack, reused), with plain curl doing the same work beside it.
 
 1. push: 10,000 HealthKit-like samples (Benchmarks/samples.py) through
    the library (client-bench: `upload`, bulk requests of 1,000, two in
-   flight; timed inside the process, connection set-up included), and as
+   flight; timed inside the process, connection set-up included) over each
+   transport, CurlTransport (libcurl) and URLSessionTransport
+   (FoundationNetworking; in a mount namespace whose /etc/ssl/certs is the
+   box's CA alone, as Tests/client/run.py runs it), and as
    files through `mockcloud-sync push` (process, files, state record and
    the feed catch-up included), against the round-trip-bound minimum of the
    bulk path: (2 set-up round trips + one per request) x 10 ms + the bytes
@@ -15,7 +18,7 @@ and stack, reused), with plain curl doing the same work beside it.
    curl: the same 10 bulk bodies, prepared beforehand, one curl process,
    one connection (--next), HTTP/2.
 2. pull: the 10,000-message feed in pages of 1,000 with gzip, through the
-   library (client-bench: `changes(since: nil)`) and `mockcloud-sync pull`
+   library (client-bench: `changes(since: nil)`, each transport) and `mockcloud-sync pull`
    into an empty folder (10,000 files written and synced); curl: the same pages with
    --compressed, each call given the previous page's anchor (a process and
    a TLS handshake per page, as a shell script would do it).
@@ -68,6 +71,22 @@ def timed(lab, cmd, **kw):
     return seconds, wire(lab) - b0, r.stdout
 
 
+def library(lab, transport, ca, *args):
+    """client-bench over `transport`; URLSession on Linux trusts the system's
+    store, so its run sees /etc/ssl/certs as the box's CA alone."""
+    cmd = [LIBRARY, "--transport", transport, *args]
+    if transport == "curl":
+        return cmd
+    store = os.path.join(lab.work, "urlsession-store")
+    if not os.path.isdir(store):
+        os.makedirs(store)
+        shutil.copy(ca, os.path.join(store, "ca-certificates.crt"))
+        digest = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", ca], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        os.symlink("ca-certificates.crt", os.path.join(store, digest + ".0"))
+    return ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/ssl/certs && exec "$@"', store, *cmd]
+
+
 def minimum(requests, wire_bytes):
     return (bench_lan.HANDSHAKE_RTTS + requests) * bench_lan.RTT + wire_bytes * 8 / (bench_lan.RATE_MBIT * 1e6)
 
@@ -83,6 +102,7 @@ def main():
     for program in (TOOL, LIBRARY):
         if not os.access(program, os.X_OK):
             bench_lan.die(f"no {program}: run make build")
+    load = os.getloadavg()[0]
     lab = bench_lan.Lab()
     if args.tmpfs:
         shutil.rmtree(lab.work)
@@ -93,7 +113,7 @@ def main():
         ca = os.path.join(lab.stack.run, "tls", "ca.crt")
         common = ["--url", URL, "--ca", ca, "--json"]
         run = int(time.time())
-        pushes, curls, library_pushes, server_only = [], [], [], []
+        pushes, curls, library_pushes, session_pushes, server_only = [], [], [], [], []
         for i in range(RUNS):
             folder = os.path.join(lab.work, f"push-{i}")
             os.makedirs(folder)
@@ -107,10 +127,11 @@ def main():
             with open(lines, "w") as f:
                 for n in range(SAMPLES):
                     f.write(f"l-{n:06d} 1 {json.dumps(sample(n, run + i))}\n")
-            _, b, out = timed(lab, [LIBRARY, "push", URL, ca, f"lib-{run}-{i}", lines])
-            result = json.loads(out)
-            assert result["items"] == SAMPLES, out
-            library_pushes.append((result["seconds"], b))
+            for transport, results in (("curl", library_pushes), ("urlsession", session_pushes)):
+                _, b, out = timed(lab, library(lab, transport, ca, "push", URL, ca, f"lib-{transport}-{run}-{i}", lines))
+                result = json.loads(out)
+                assert result["items"] == SAMPLES, out
+                results.append((result["seconds"], b))
             # curl: the same bodies, made beforehand, one connection.
             cmd = ["curl", "-sS", "--fail", "--http2", "--cacert", ca, "-o", "/dev/null"]
             for first in range(0, SAMPLES, BATCH):
@@ -130,16 +151,17 @@ def main():
             t0 = time.perf_counter()
             subprocess.run(lab.in_server(*local), check=True, capture_output=True)
             server_only.append((time.perf_counter() - t0, 0))
-        pulls, curl_pulls, library_pulls = [], [], []
+        pulls, curl_pulls, library_pulls, session_pulls = [], [], [], []
         for i in range(RUNS):
             folder = os.path.join(lab.work, f"pull-{i}")
             s, b, out = timed(lab, [TOOL, "pull", folder, *common, "--user-key", f"push-{run}-0"])
             assert json.loads(out)["messages"] == SAMPLES, out
             pulls.append((s, b))
-            _, b, out = timed(lab, [LIBRARY, "pull", URL, ca, f"push-{run}-0"])
-            result = json.loads(out)
-            assert result["items"] == SAMPLES, out
-            library_pulls.append((result["seconds"], b))
+            for transport, results in (("curl", library_pulls), ("urlsession", session_pulls)):
+                _, b, out = timed(lab, library(lab, transport, ca, "pull", URL, ca, f"push-{run}-0"))
+                result = json.loads(out)
+                assert result["items"] == SAMPLES, out
+                results.append((result["seconds"], b))
             script = ('a=""; n=0; while :; do '
                       f'p=$(curl -sS --fail --compressed --http2 --cacert {ca} -H "X-User-Key: push-{run}-0" '
                       f'"{URL}/inbox?limit=1000${{a:+&anchor=$a}}") || exit 1; '
@@ -156,19 +178,25 @@ def main():
         return (f"| {label} | {s * 1000:,.0f} ms ({runs[0][0] * 1000:,.0f}–{runs[-1][0] * 1000:,.0f}) | {requests} | "
                 f"{b:,} | {floor * 1000:,.0f} ms | {s / floor:.2f}× |"), s, floor
 
-    r0, push_s, push_floor = row("push 10,000 samples, MockCloudClient `upload`", library_pushes, SAMPLES // BATCH)
+    r0, push_s, push_floor = row("push 10,000 samples, MockCloudClient `upload`, CurlTransport", library_pushes,
+                                 SAMPLES // BATCH)
+    r0u, session_push_s, session_push_floor = row("push 10,000 samples, MockCloudClient `upload`, URLSessionTransport",
+                                                  session_pushes, SAMPLES // BATCH)
     r1, tool_s, _ = row("push 10,000 samples as files, `mockcloud-sync push`", pushes, SAMPLES // BATCH)
     r2, curl_s, _ = row("push 10,000 samples, curl, 10 bulk bodies made beforehand, one connection", curls, SAMPLES // BATCH)
     server_s = sorted(server_only)[len(server_only) // 2][0]
-    r3, pull_s, _ = row("pull 10,000 messages, gzip, MockCloudClient `changes(since: nil)`", library_pulls, SAMPLES // BATCH)
+    r3, pull_s, _ = row("pull 10,000 messages, gzip, MockCloudClient `changes(since: nil)`, CurlTransport", library_pulls,
+                        SAMPLES // BATCH)
+    r3u, session_pull_s, _ = row("pull 10,000 messages, gzip, MockCloudClient `changes(since: nil)`, URLSessionTransport",
+                                 session_pulls, SAMPLES // BATCH)
     r4, tool_pull_s, _ = row("pull 10,000 messages, gzip, `mockcloud-sync pull` into a folder", pulls, SAMPLES // BATCH)
     r5, curl_pull_s, _ = row("pull 10,000 messages, gzip, curl per page (a connection each)", curl_pulls, SAMPLES // BATCH)
     text = "\n".join([
         f"Measured by `make bench-client` on {time.strftime('%Y-%m-%d')}, commit `{bench_lan.git_commit()}`, "
-        f"{os.cpu_count()} cores; link: {lab.link}, {bench_lan.DELAY_MS:g} ms each way, {bench_lan.RATE_MBIT:g} Mbit/s; "
+        f"{os.cpu_count()} cores (load average {load:.1f} at the start); link: {lab.link}, {bench_lan.DELAY_MS:g} ms each way, {bench_lan.RATE_MBIT:g} Mbit/s; "
         f"data {'on tmpfs (--tmpfs)' if args.tmpfs else 'on disk'}; median of {RUNS} (range).", "",
         "| work | time | requests | bytes on the wire | round-trip-bound minimum | × minimum |",
-        "| --- | --- | --- | --- | --- | --- |", r0, r1, r2, r3, r4, r5, "",
+        "| --- | --- | --- | --- | --- | --- |", r0, r0u, r1, r2, r3, r3u, r4, r5, "",
         f"The server alone (the same 10 bulk bodies by curl inside the server's namespace, no link): "
         f"{server_s * 1000:,.0f} ms (median of {RUNS}).", "",
         f"- push through the client: {push_s / push_floor:.2f}× the round-trip-bound minimum (target ≤ 1.5×) "
@@ -178,6 +206,9 @@ def main():
         f"- pull of 10,000 with gzip through the client: {pull_s * 1000:,.0f} ms (target < 500 ms) "
         f"**{'met' if pull_s < 0.5 else 'missed'}**; mockcloud-sync into a folder {tool_pull_s * 1000:,.0f} ms, "
         f"curl {curl_pull_s * 1000:,.0f} ms",
+        f"- URLSessionTransport (FoundationNetworking): push {session_push_s * 1000:,.0f} ms, "
+        f"{session_push_s / session_push_floor:.2f}× the minimum ({session_push_s / push_s:.2f}× CurlTransport's); "
+        f"pull {session_pull_s * 1000:,.0f} ms ({session_pull_s / pull_s:.2f}× CurlTransport's)",
     ])
     print(text)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

@@ -1,25 +1,73 @@
 #if canImport(CCurl)
 import CCurl
 import Dispatch
+import Synchronization
 
-/// The Linux transport: libcurl (Debian's OpenSSL flavour). FoundationNetworking's
-/// URLSession is libcurl too, but sets no CA of its own and has no trust
-/// callback, so it cannot verify the box's local CA; libcurl itself can
-/// (`CURLOPT_CAINFO_BLOB`, with the system's CA path switched off).
+/// The Linux transport: libcurl (Debian's OpenSSL flavour), given the box's
+/// CA as its only trust anchor (`CURLOPT_CAINFO_BLOB`, the system's CA path
+/// switched off). FoundationNetworking's URLSession is libcurl too but takes
+/// no CA of its own: `URLSessionTransport` explains what it trusts on Linux.
 ///
-/// A few easy handles, each used by one request at a time and kept for the
-/// next: each keeps its connection (HTTP/2 where the server offers it) open
-/// between requests, and requests sent together go over separate
-/// connections. Answers are asked for gzip and decoded by libcurl.
+/// A few handles, each used by one request at a time and kept for the next:
+/// an easy handle inside its own multi handle, whose connection (HTTP/2
+/// where the server offers it) stays open between requests; requests sent
+/// together go over separate connections. Answers are asked for gzip and
+/// decoded by libcurl. A transfer waits in `curl_multi_poll`, which a
+/// cancelled task wakes (`curl_multi_wakeup`): the transfer is dropped there
+/// and then (libcurl closes its connection, or resets its HTTP/2 stream).
 public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     private let baseURL: String
     private let trust: TrustAnchor
     private let pool = DispatchQueue(label: "mockcloud.curl.pool")
     /// Idle handles; touched only on `pool`.
-    private var idle: [UnsafeMutableRawPointer] = []
+    private var idle: [Handle] = []
     private let requestTimeoutSeconds: Int
 
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+
+    /// An easy handle and the multi handle that runs it and keeps its
+    /// connection; one request uses it at a time (curl_multi_wakeup alone
+    /// may be called from another thread).
+    private struct Handle: @unchecked Sendable {
+        let easy: UnsafeMutableRawPointer
+        let multi: UnsafeMutableRawPointer
+
+        static func make() -> Handle? {
+            guard let easy = curl_easy_init() else { return nil }
+            guard let multi = curl_multi_init() else {
+                curl_easy_cleanup(easy)
+                return nil
+            }
+            return Handle(easy: easy, multi: multi)
+        }
+    }
+
+    /// Set by the task's cancellation handler, read by the transfer loop.
+    private final class Cancellation: Sendable {
+        private struct State {
+            var requested = false
+            /// The multi handle whose poll to wake, while the transfer runs.
+            var handle: Handle?
+        }
+        private let state = Mutex(State())
+
+        func cancel() {
+            state.withLock {
+                $0.requested = true
+                if let handle = $0.handle { _ = curl_multi_wakeup(handle.multi) }
+            }
+        }
+
+        /// Whether cancelled; records (or clears, with nil) the handle to wake.
+        func running(on handle: Handle?) -> Bool {
+            state.withLock {
+                $0.handle = handle
+                return $0.requested
+            }
+        }
+
+        var isRequested: Bool { state.withLock { $0.requested } }
+    }
 
     /// `baseURL` like `https://192.168.1.20:8443` (no trailing slash).
     public init(baseURL: String, trust: TrustAnchor, requestTimeoutSeconds: Int = 120) throws {
@@ -31,19 +79,27 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     }
 
     deinit {
-        for handle in idle { curl_easy_cleanup(handle) }
+        for handle in idle {
+            curl_multi_cleanup(handle.multi)
+            curl_easy_cleanup(handle.easy)
+        }
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let result: Result<HTTPResponse, TransportError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                guard let handle = self.pool.sync(execute: { self.idle.popLast() }) ?? curl_easy_init() else {
-                    return continuation.resume(returning: .failure(.setup("curl_easy_init failed")))
+        let cancellation = Cancellation()
+        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    guard let handle = self.pool.sync(execute: { self.idle.popLast() }) ?? Handle.make() else {
+                        return continuation.resume(returning: .failure(.setup("curl_easy_init failed")))
+                    }
+                    let result = self.perform(request, on: handle, cancellation)
+                    self.pool.sync { self.idle.append(handle) }
+                    continuation.resume(returning: result)
                 }
-                let result = self.perform(request, on: handle)
-                self.pool.sync { self.idle.append(handle) }
-                continuation.resume(returning: result)
             }
+        } onCancel: {
+            cancellation.cancel()
         }
         return try result.get()
     }
@@ -54,7 +110,8 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         var body: [UInt8] = []
     }
 
-    private func perform(_ request: HTTPRequest, on handle: UnsafeMutableRawPointer) -> Result<HTTPResponse, TransportError> {
+    private func perform(_ request: HTTPRequest, on pair: Handle, _ cancellation: Cancellation) -> Result<HTTPResponse, TransportError> {
+        let handle = pair.easy
         curl_easy_reset(handle)
         let collector = Collector()
         var headerList: UnsafeMutablePointer<curl_slist>? = nil
@@ -64,6 +121,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         }
         let url = baseURL + request.target
         let method = request.method
+        // libcurl's own words for a failure (which check, which name), kept
+        // until the transfer ends.
+        var detail = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let outcome: CURLcode = trust.pem.withUnsafeBytes { pem in
             var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: pem.baseAddress), len: pem.count,
                                  flags: UInt32(CURL_BLOB_COPY))
@@ -120,9 +180,19 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             }))
             set(mockcloud_curl_set_pointer(handle, CURLOPT_HEADERDATA, box))
             guard failed == CURLE_OK else { return failed }
-            return curl_easy_perform(handle)
+            return detail.withUnsafeMutableBufferPointer { buffer in
+                guard mockcloud_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, buffer.baseAddress) == CURLE_OK else {
+                    return CURLE_FAILED_INIT
+                }
+                defer { _ = mockcloud_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, nil) }
+                return run(pair, cancellation)
+            }
         }
-        guard outcome == CURLE_OK else { return .failure(Self.error(outcome)) }
+        if outcome == CURLE_ABORTED_BY_CALLBACK, cancellation.isRequested { return .failure(.cancelled) }
+        guard outcome == CURLE_OK else {
+            let words = String(decoding: detail.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return .failure(Self.error(outcome, words.isEmpty ? String(cString: curl_easy_strerror(outcome)) : words))
+        }
         var status = 0
         guard mockcloud_curl_response_code(handle, &status) == CURLE_OK, status > 0 else {
             return .failure(.connection("no HTTP status"))
@@ -130,12 +200,30 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         return .success(HTTPResponse(status: status, headers: collector.headers, body: collector.body))
     }
 
+    /// Runs the easy handle's transfer on its multi handle until it ends or
+    /// the task is cancelled (then `CURLE_ABORTED_BY_CALLBACK`, the handle
+    /// taken off mid-transfer).
+    private func run(_ handle: Handle, _ cancellation: Cancellation) -> CURLcode {
+        guard curl_multi_add_handle(handle.multi, handle.easy) == CURLM_OK else { return CURLE_FAILED_INIT }
+        defer { curl_multi_remove_handle(handle.multi, handle.easy) }
+        defer { _ = cancellation.running(on: nil) }
+        while !cancellation.running(on: handle) {
+            var running: Int32 = 0
+            guard curl_multi_perform(handle.multi, &running) == CURLM_OK else { return CURLE_FAILED_INIT }
+            if running == 0 {
+                var result = CURLE_OK
+                return mockcloud_curl_multi_result(handle.multi, handle.easy, &result) == 1 ? result : CURLE_FAILED_INIT
+            }
+            guard curl_multi_poll(handle.multi, nil, 0, 1000, nil) == CURLM_OK else { return CURLE_FAILED_INIT }
+        }
+        return CURLE_ABORTED_BY_CALLBACK
+    }
+
     /// libcurl's failure as the client treats it: verification failures are
     /// `untrusted` (never retried); a CA libcurl cannot load is `setup`;
     /// everything else (refused, reset, cut mid-answer, timed out) is
     /// `connection`.
-    private static func error(_ code: CURLcode) -> TransportError {
-        let text = String(cString: curl_easy_strerror(code))
+    private static func error(_ code: CURLcode, _ text: String) -> TransportError {
         switch code {
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
             return .untrusted(text)

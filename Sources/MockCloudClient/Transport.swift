@@ -45,9 +45,11 @@ public enum TransportError: Error, Sendable, CustomStringConvertible {
     /// No connection, or it broke before the whole answer arrived: the
     /// request may or may not have reached the server.
     case connection(String)
-    /// The transport could not be set up (a CA file it cannot read).
+    /// The transport could not be set up (a CA file it cannot read, a trust
+    /// store that holds more than the box's CA).
     case setup(String)
-    /// The task was cancelled and the transfer stopped.
+    /// The calling task was cancelled: the transfer was stopped where it
+    /// was, so the request may or may not have reached the server.
     case cancelled
 
     public var description: String {
@@ -62,7 +64,9 @@ public enum TransportError: Error, Sendable, CustomStringConvertible {
 
 /// Sends requests to one server over TLS that trusts the box's CA. The
 /// client calls it one request at a time; an implementation keeps its
-/// connection alive between calls.
+/// connection alive between calls. Cancelling the calling task stops the
+/// transfer at once and throws `TransportError.cancelled`; a transport
+/// throws only `TransportError`.
 public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async throws -> HTTPResponse
 }

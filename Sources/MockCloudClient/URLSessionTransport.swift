@@ -1,53 +1,158 @@
-#if canImport(Darwin) && canImport(Security)
+#if canImport(FoundationNetworking) || (canImport(Darwin) && canImport(Security))
 import Foundation
+import MockCloudJSON
+#if canImport(FoundationNetworking)
+import CCurl
+import FoundationNetworking
+#else
 import Security
+#endif
 
-/// The Apple-platform transport: URLSession (HTTP/2, gzip decoded by the
-/// system), trusting the box's CA alone in the server-trust challenge: the
-/// CA as the only anchor, the SSL policy for the host name. Nothing here is
-/// compiled on Linux; it has not been compiled on Apple platforms either
-/// (this project builds on Debian only).
-public final class URLSessionTransport: NSObject, HTTPTransport, URLSessionDelegate, @unchecked Sendable {
+/// The URLSession transport: the app's on Apple platforms (HTTP/2, gzip
+/// decoded by the system), and on Linux over FoundationNetworking.
+///
+/// It trusts the CA file's certificate (`TrustAnchor.der`) and nothing
+/// else; how differs, because the two URLSessions differ:
+/// - Apple platforms: the box's CA is the only anchor of the server-trust
+///   challenge (`SecTrustSetAnchorCertificatesOnly`), with the SSL policy for
+///   the host name; a certificate that fails is refused.
+/// - Linux: FoundationNetworking has no trust callback and no per-session
+///   anchor; libcurl under it reads the system's trust store. So `init`
+///   refuses unless every file of that store (libcurl's CA file and CA
+///   directory, `LinuxTrustStore`) holds the box's CA and nothing else: run
+///   it where `/etc/ssl/certs` is the box's CA alone (a container, or a
+///   mount namespace as `Tests/client/run.py` does). libcurl then verifies
+///   the certificate and the host name against that CA.
+public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let baseURL: String
-    private let anchor: SecCertificate
-    private var session: URLSession!
+    private let session: URLSession
 
+    /// `baseURL` like `https://192.168.1.20:8443`. Throws
+    /// `TransportError.setup` (on Linux, for a trust store that holds more
+    /// than `trust`'s certificate).
     public init(baseURL: String, trust: TrustAnchor) throws {
         guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
-        guard let certificate = SecCertificateCreateWithData(nil, Data(trust.der) as CFData)
-        else { throw TransportError.setup("the CA file holds no certificate") }
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        anchor = certificate
-        super.init()
+        #if canImport(FoundationNetworking)
+        try LinuxTrustStore.check(onlyAnchor: trust.der)
+        let delegate: (any URLSessionDelegate)? = nil
+        #else
+        guard let certificate = SecCertificateCreateWithData(nil, Data(trust.der) as CFData) else {
+            throw TransportError.setup("the CA file's certificate is not one Security can read")
+        }
+        let delegate: (any URLSessionDelegate)? = TrustChallenge(anchor: certificate)
+        #endif
         let configuration = URLSessionConfiguration.ephemeral
         configuration.connectionProxyDictionary = [:]
         configuration.timeoutIntervalForRequest = 120
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    /// The data task of one `send`, cancelled from the task's cancellation
+    /// handler, which may run before the data task exists.
+    private final class Running: @unchecked Sendable {
+        private let lock = NSLock()
+        private var task: URLSessionDataTask?
+        private var cancelled = false
+
+        func start(_ task: URLSessionDataTask) {
+            lock.lock()
+            self.task = task
+            let cancelled = cancelled
+            lock.unlock()
+            task.resume()
+            if cancelled { task.cancel() }
+        }
+
+        func cancel() {
+            lock.lock()
+            cancelled = true
+            let task = task
+            lock.unlock()
+            task?.cancel()
+        }
+
+        var wasCancelled: Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            return cancelled
+        }
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        guard let url = URL(string: baseURL + request.target) else { throw TransportError.setup("bad URL \(baseURL + request.target)") }
+        guard let url = URL(string: baseURL + request.target) else {
+            throw TransportError.setup("bad URL \(baseURL + request.target)")
+        }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = request.method
         for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
         if !request.body.isEmpty { urlRequest.httpBody = Data(request.body) }
-        let data: Data, response: URLResponse
-        do {
-            (data, response) = try await session.data(for: urlRequest)
-        } catch let error as URLError where error.code == .cancelled || error.code == .serverCertificateUntrusted {
-            throw TransportError.untrusted("\(error.localizedDescription)")  // the challenge below is the only canceller
-        } catch {
-            throw TransportError.connection("\(error.localizedDescription)")
+        let running = Running()
+        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                running.start(session.dataTask(with: urlRequest) { data, response, error in
+                    if let error {
+                        return continuation.resume(returning: .failure(Self.error(error, cancelled: running.wasCancelled)))
+                    }
+                    guard let http = response as? HTTPURLResponse else {
+                        return continuation.resume(returning: .failure(.connection("not an HTTP answer")))
+                    }
+                    let headers = http.allHeaderFields.compactMap { name, value -> (name: String, value: String)? in
+                        guard let name = name as? String, let value = value as? String else { return nil }
+                        return (name.lowercased(), value)
+                    }
+                    continuation.resume(
+                        returning: .success(HTTPResponse(status: http.statusCode, headers: headers, body: [UInt8](data ?? Data()))))
+                })
+            }
+        } onCancel: {
+            running.cancel()
         }
-        guard let http = response as? HTTPURLResponse else { throw TransportError.connection("not an HTTP answer") }
-        let headers = http.allHeaderFields.compactMap { name, value -> (name: String, value: String)? in
-            guard let name = name as? String, let value = value as? String else { return nil }
-            return (name.lowercased(), value)
-        }
-        return HTTPResponse(status: http.statusCode, headers: headers, body: [UInt8](data))
+        return try result.get()
     }
 
-    public func urlSession(
+    /// URLSession's failure as the client treats it: a certificate that did
+    /// not verify is `untrusted` (never retried), a cancelled task
+    /// `cancelled`, everything else (refused, reset, cut, timed out)
+    /// `connection`.
+    private static func error(_ error: any Error, cancelled: Bool) -> TransportError {
+        if cancelled { return .cancelled }
+        guard let error = error as? URLError else { return .connection("\(error)") }
+        let text = error.localizedDescription
+        switch error.code {
+        case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateHasBadDate,
+            .serverCertificateNotYetValid:
+            return .untrusted(text)
+        #if canImport(FoundationNetworking)
+        // FoundationNetworking reports libcurl's verification failures as
+        // `.unknown` with libcurl's words: these are OpenSSL's verify
+        // failure and libcurl's two host name mismatches.
+        case .unknown
+        where text.hasPrefix("SSL certificate problem") || text.contains("does not match target host name")
+            || text.contains("no alternative certificate subject name matches"):
+            return .untrusted(text)
+        #else
+        case .cancelled:
+            return .untrusted("the certificate did not verify against the CA file")  // the challenge refused it
+        #endif
+        default:
+            return .connection(text)
+        }
+    }
+}
+
+#if !canImport(FoundationNetworking)
+/// The server-trust challenge answered with the CA file's certificate as
+/// the only anchor and the SSL policy for the host name; anything else is
+/// refused. The session holds it (not the transport: no cycle).
+private final class TrustChallenge: NSObject, URLSessionDelegate, @unchecked Sendable {
+    let anchor: SecCertificate
+
+    init(anchor: SecCertificate) { self.anchor = anchor }
+
+    func urlSession(
         _ session: URLSession, didReceive challenge: URLAuthenticationChallenge
     ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
         guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
@@ -60,4 +165,65 @@ public final class URLSessionTransport: NSObject, HTTPTransport, URLSessionDeleg
         return (.useCredential, URLCredential(trust: trust))
     }
 }
+#endif
+
+#if canImport(FoundationNetworking)
+/// The trust store FoundationNetworking's libcurl reads, checked to hold the
+/// CA file's certificate alone: libcurl's CA file (`CURLINFO_CAINFO`;
+/// without one, each file FoundationNetworking would pick instead) and every
+/// file in its CA directory (`CURLINFO_CAPATH`). Each must hold at least one
+/// PEM block, and every block must be a `CERTIFICATE` whose bytes are the CA
+/// file's: a `TRUSTED CERTIFICATE`, a CRL or any other certificate refuses.
+/// Checked when the transport is made.
+enum LinuxTrustStore {
+    /// What FoundationNetworking sets as the CA file when libcurl has none.
+    static let fallbackFiles = [
+        "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/usr/share/ssl/certs/ca-bundle.crt",
+        "/usr/local/share/certs/ca-root-nss.crt", "/etc/ssl/cert.pem",
+    ]
+
+    /// Throws `TransportError.setup` naming the first file that holds
+    /// anything but `anchor` (DER).
+    static func check(onlyAnchor anchor: [UInt8]) throws {
+        guard let handle = curl_easy_init() else { throw TransportError.setup("curl_easy_init failed") }
+        defer { curl_easy_cleanup(handle) }
+        var caFile: UnsafePointer<CChar>? = nil, caPath: UnsafePointer<CChar>? = nil
+        guard mockcloud_curl_info_string(handle, CURLINFO_CAINFO, &caFile) == CURLE_OK,
+            mockcloud_curl_info_string(handle, CURLINFO_CAPATH, &caPath) == CURLE_OK
+        else { throw TransportError.setup("this libcurl does not say which CA file it reads (CURLINFO_CAINFO)") }
+        let files = caFile.map { [String(cString: $0)] } ?? fallbackFiles.filter { FileManager.default.fileExists(atPath: $0) }
+        guard !files.isEmpty else {
+            throw TransportError.setup("libcurl names no CA file: it would trust OpenSSL's defaults")
+        }
+        var checked = files
+        if let caPath {
+            let directory = String(cString: caPath)
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            checked += names.sorted().map { directory + "/" + $0 }
+        }
+        for path in checked {
+            if let problem = problem(inFile: path, anchor: anchor) {
+                throw TransportError.setup(
+                    "URLSession on Linux trusts the system's CAs, and \(path) \(problem); run it where /etc/ssl/certs "
+                        + "holds the box's CA alone (README, \"The two transports\")")
+            }
+        }
+    }
+
+    /// Why `path` is not the CA alone, or nil.
+    static func problem(inFile path: String, anchor: [UInt8]) -> String? {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return nil }
+        if isDirectory.boolValue { return "is a directory" }
+        guard let data = FileManager.default.contents(atPath: path) else { return "cannot be read" }
+        let blocks = TrustAnchor.pemBlocks([UInt8](data))
+        if blocks.isEmpty { return "holds no certificate" }
+        for block in blocks {
+            guard block.label == "CERTIFICATE" else { return "holds a \(block.label) block" }
+            guard ASCII.decodeBase64(block.base64) == anchor else { return "holds another certificate" }
+        }
+        return nil
+    }
+}
+#endif
 #endif

@@ -1,7 +1,8 @@
 """A loopback TCP relay that cuts connections: the first `cuts` connections
 through it are reset (RST) after a random number of bytes, in whichever
 direction, between `low` and `high`; later ones pass untouched. It listens on
-127.0.0.1 only, on a free port, and forwards to 127.0.0.1:target.
+`host` (127.0.0.1, or another loopback address), on a free port, and forwards
+to 127.0.0.1:target.
 
 Standard library only; runs in a thread of the suite's process.
 """
@@ -13,7 +14,7 @@ import threading
 
 
 class CuttingRelay:
-    def __init__(self, target_port, cuts, low, high, seed):
+    def __init__(self, target_port, cuts, low, high, seed, host="127.0.0.1"):
         self.target_port = target_port
         self.remaining_cuts = cuts
         self.low, self.high = low, high
@@ -21,7 +22,7 @@ class CuttingRelay:
         self.cut_points = []  # bytes relayed before each cut
         self.connections = 0
         self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
+        self.listener.bind((host, 0))
         self.listener.listen(16)
         self.port = self.listener.getsockname()[1]
         self.closing = False

@@ -19,7 +19,18 @@ local CA (no -k anywhere, this suite's own reads included):
 - bearer tokens from --token-file (0600; a file others can read is refused
   with its chmod) and MOCKCLOUD_SYNC_TOKEN, never from the command line;
 - trust: the system's CAs, a wrong pin, and a CA file with another box's
-  CA appended are refused, that other box never reached.
+  CA appended are refused, that other box never reached;
+- the library itself (client-bench) over both transports, libcurl's
+  CurlTransport and URLSessionTransport (FoundationNetworking): uploads
+  and a pull through the cutting relay (retried), a 410 after compaction,
+  settings 409 and 412, a certificate from another CA and one for another
+  name refused, and a request cancelled while the server holds its answer
+  (it returns before the server answers, its connection closed).
+  URLSession on Linux trusts the system's store, so those runs see a
+  private mount namespace whose /etc/ssl/certs holds the box's CA alone
+  (`unshare -m` and a bind mount as root, `unshare -rm` otherwise); outside
+  it, and with a second CA beside the box's, URLSessionTransport refuses
+  to start.
 
 After each, the pushed folder and the pulled folder must equal the server's
 state: every id once, no extra, every body and version right.
@@ -45,6 +56,7 @@ sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 sys.path.insert(0, os.path.join(REPO, "Benchmarks"))
 sys.path.insert(0, HERE)
 from cutting_relay import CuttingRelay  # noqa: E402
+from holding_server import HoldingServer  # noqa: E402
 from inbox_http import InboxHTTP  # noqa: E402
 from samples import sample  # noqa: E402
 from stack import Stack  # noqa: E402
@@ -53,6 +65,8 @@ import waiting  # noqa: E402  (beside this file)
 
 TOOL = os.environ.get("MOCKCLOUD_SYNC_BIN") or os.path.join(REPO, ".build", "release", "mockcloud-sync")
 ADMIN = os.path.join(REPO, "cgi-bin", "mockcloud-admin")
+LIBRARY = os.path.join(REPO, ".build", "release", "client-bench")
+TRANSPORTS = ("curl", "urlsession")
 
 
 class Box:
@@ -170,6 +184,176 @@ def wait_for_lines(path, lines, timeout=60):
             pass
         time.sleep(0.005)
     return False
+
+
+class Library:
+    """client-bench over one transport. URLSession on Linux reads the
+    system's trust store: its runs get a private mount namespace whose
+    /etc/ssl/certs holds only the CA they are given (`trusting`, default
+    the CA the command names)."""
+
+    def __init__(self, transport, work):
+        self.transport, self.work = transport, work
+        self.stores = {}
+
+    def store(self, *certificates):
+        """A directory holding `certificates` as libcurl's CA file and by hash."""
+        if certificates not in self.stores:
+            directory = tempfile.mkdtemp(prefix="certs.", dir=self.work)
+            with open(os.path.join(directory, "ca-certificates.crt"), "w") as bundle:
+                for path in certificates:
+                    bundle.write(open(path).read())
+            digest = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", certificates[0]],
+                                    capture_output=True, text=True, check=True).stdout.strip()
+            os.symlink("ca-certificates.crt", os.path.join(directory, digest + ".0"))
+            self.stores[certificates] = directory
+        return self.stores[certificates]
+
+    def command(self, command, box_url, ca, key, *args, trusting=None, namespace=True):
+        cmd = [LIBRARY, "--transport", self.transport, command, box_url, ca, key, *args]
+        if self.transport == "urlsession" and namespace:
+            unshare = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-r", "-m"]
+            cmd = unshare + ["sh", "-c", 'mount --bind "$0" /etc/ssl/certs && exec "$@"',
+                             self.store(*(trusting or (ca,)))] + cmd
+        return cmd
+
+    def run(self, *args, **kw):
+        """(exit status, the JSON line printed, stderr)."""
+        proc = subprocess.run(self.command(*args, **kw), capture_output=True, text=True, timeout=300)
+        try:
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            result = {"raw": proc.stdout}
+        return proc.returncode, result, proc.stderr[-500:]
+
+
+def sample_lines(path, prefix, count, run):
+    """client-bench's upload input: ID VERSION BODY lines; returns id -> (version, body)."""
+    state = {}
+    with open(path, "w") as f:
+        for n in range(count):
+            body = sample(n, run)
+            f.write(f"{prefix}-{n:05d} 1 {json.dumps(body)}\n")
+            state[f"{prefix}-{n:05d}"] = (1, body)
+    return state
+
+
+def library_state(path):
+    """id -> (version, body) of a state file client-bench pull wrote."""
+    state = {}
+    with open(path) as f:
+        next(f)
+        for line in f:
+            ident, version, body = line.rstrip("\n").split(" ", 2)
+            state[ident] = (int(version), json.loads(body))
+    return state
+
+
+def transport_checks(checks, work, box, compacting, transport):
+    """The library over one transport against the real stacks."""
+    lib = Library(transport, work)
+    t = transport
+    if not os.access(LIBRARY, os.X_OK):
+        return checks.check(f"{t}: the library's driver is built ({LIBRARY})", [f"no {LIBRARY}: run make build"])
+
+    # Uploads and a pull through the relay that resets connections: retried, each item once.
+    relay = CuttingRelay(box.stack.port, cuts=3, low=200, high=400_000, seed=31)
+    lines = os.path.join(work, f"lib-{t}.txt")
+    expected = sample_lines(lines, f"l{t[0]}", 1500, run=5)
+    status, result, err = lib.run("push", f"https://127.0.0.1:{relay.port}", box.ca, f"lib-{t}", lines)
+    checks.check(f"{t}: upload of 1,500 through a relay that cuts connections: retried, all stored once "
+                 f"({len(relay.cut_points)} cuts)",
+                 ([] if status == 0 and result.get("items") == 1500 and relay.cut_points
+                  else [f"exit {status}: {result} {err}"]) + differences(f"{t} upload", expected, box.truth(f"lib-{t}")))
+    relay.close()
+    relay = CuttingRelay(box.stack.port, cuts=3, low=200, high=60_000, seed=32)
+    state = os.path.join(work, f"lib-{t}.state")
+    status, result, err = lib.run("pull", f"https://127.0.0.1:{relay.port}", box.ca, f"lib-{t}", state)
+    checks.check(f"{t}: the feed read through the cutting relay converges ({len(relay.cut_points)} cuts)",
+                 ([] if status == 0 and relay.cut_points else [f"exit {status}: {result} {err}"])
+                 + (differences(f"{t} pull", library_state(state), box.truth(f"lib-{t}")) if status == 0 else []))
+    relay.close()
+
+    # 410 after compaction: the next read is a full one that drops what was deleted.
+    key = f"compact-{t}"
+    lines = os.path.join(work, f"compact-{t}.txt")
+    sample_lines(lines, "s", 300, run=6)
+    state = os.path.join(work, f"compact-{t}.state")
+    first = lib.run("push", compacting.url, compacting.ca, key, lines)
+    second = lib.run("pull", compacting.url, compacting.ca, key, state)
+    for i in range(40):
+        compacting.request("DELETE", f"/inbox/s-{i:05d}", key, device="app-1")
+    churn = [{"id": f"churn-{n}", "body": {"n": n}} for n in range(350)]
+    churn += [{"id": f"churn-{n}", "deleted": True} for n in range(350)]
+    compacting.request("POST", "/inbox:bulk", key, device="app-1", body={"messages": churn})
+    status, result, err = lib.run("pull", compacting.url, compacting.ca, key, state)
+    truth = compacting.truth(key)
+    checks.check(f"{t}: 410 after compaction: the read resyncs and drops the 40 deleted",
+                 ([] if first[0] == 0 and second[0] == 0 and status == 0 and result.get("resync") is True
+                  and len(truth) == 260 else [f"push {first[1]}, pull {second[1]}, then exit {status}: {result} {err}"])
+                 + (differences(f"{t} after 410", library_state(state), truth) if status == 0 else []))
+
+    # Settings: 409 for an older updatedAt, 412 for a stale If-Match, each with the current document.
+    files = os.path.join(work, f"settings-{t}")
+    os.makedirs(files)
+    for name, stamp, units in (("new", "2026-05-18T04:43:04.095Z", "metric"), ("old", "2026-05-17T00:00:00Z", "imperial")):
+        with open(os.path.join(files, name + ".json"), "w") as f:
+            f.write('{"updatedAt": "%s", "units": "%s", "factor": 0.9990998620664758}' % (stamp, units))
+    key = f"settings-{t}"
+    s1, put, _ = lib.run("settings-put", box.url, box.ca, key, os.path.join(files, "new.json"))
+    s2, older, _ = lib.run("settings-put", box.url, box.ca, key, os.path.join(files, "old.json"))
+    s3, stale, _ = lib.run("settings-put", box.url, box.ca, key, os.path.join(files, "new.json"), '"0000000000000000"')
+    s4, got, _ = lib.run("settings-get", box.url, box.ca, key)
+    checks.check(f"{t}: settings 409 for an older updatedAt and 412 for a stale If-Match, each with current",
+                 [] if s1 == 0 and put.get("status") == "written" and s2 == 0 and older.get("status") == 409
+                 and older.get("current", {}).get("units") == "metric" and s3 == 0 and stale.get("status") == 412
+                 and stale.get("current") == put.get("document") and s4 == 0 and got.get("document") == put.get("document")
+                 and got["document"]["factor"] == 0.9990998620664758
+                 else [f"put {s1} {put}", f"older {s2} {older}", f"stale {s3} {stale}", f"get {s4} {got}"])
+
+    # Trust: a certificate from another CA, and one for another name, are refused, never retried.
+    other = lib.run("settings-get", compacting.url, box.ca, "u1")
+    renamed = CuttingRelay(box.stack.port, cuts=0, low=0, high=0, seed=0, host="127.0.0.2")
+    named = lib.run("settings-get", f"https://127.0.0.2:{renamed.port}", box.ca, "u1")
+    renamed.close()
+    checks.check(f"{t}: a certificate from another CA and one for another name are refused as untrusted",
+                 [] if other[0] == 1 and other[1].get("kind") == "untrusted" and named[0] == 1
+                 and named[1].get("kind") == "untrusted" and "127.0.0.2" in named[1].get("error", "")
+                 else [f"another CA: {other}", f"another name: {named}"])
+    if t == "urlsession":
+        outside = lib.run("settings-get", box.url, box.ca, "u1", namespace=False)
+        appended = lib.run("settings-get", box.url, box.ca, "u1", trusting=(box.ca, compacting.ca))
+        checks.check("urlsession: it refuses to start where the trust store holds more than the box's CA "
+                     "(the system's CAs; a second CA appended)",
+                     [] if outside[1].get("kind") == "local" and "trusts the system's CAs" in outside[1].get("error", "")
+                     and appended[1].get("kind") == "local" and "another certificate" in appended[1].get("error", "")
+                     else [f"outside the namespace: {outside}", f"two CAs: {appended}"])
+
+    # Cancellation: the server holds its answer; the task is cancelled once the request is in.
+    holder = HoldingServer(os.path.join(box.stack.run, "tls", "cert.pem"), os.path.join(box.stack.run, "tls", "key.pem"))
+    proc = subprocess.Popen(lib.command("hold", holder.url, box.ca, "u1"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    requested = holder.requested.wait(30)
+    try:
+        proc.stdin.write("cancel\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        proc.kill()
+        out, err = proc.communicate()
+        err += f" ({error})"
+    closed = holder.closed_by_client.wait(10)
+    answered = holder.answered
+    holder.close()
+    try:
+        result = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        result = {"raw": out}
+    checks.check(f"{t}: a cancelled request returns before the server answers, as cancelled, its connection closed "
+                 f"({result.get('ms', 0):.1f} ms after the cancel)",
+                 [] if requested and proc.returncode == 0 and result.get("outcome") == "cancelled" and closed
+                 and not answered else [f"request in {requested}, exit {proc.returncode}: {result} {err[-300:]}; "
+                                        f"closed by the client {closed}, answered {answered}"])
 
 
 def main():
@@ -406,6 +590,8 @@ def main():
         checks.check("--token on the command line is refused (exit 2) with the two ways that keep it out of ps",
                      [] if s8 == 2 and "--token-file FILE" in e8 and "MOCKCLOUD_SYNC_TOKEN" in e8 and token not in e8
                      else [f"{s8} {e8[-300:]}"])
+        for transport in TRANSPORTS:
+            transport_checks(checks, work, box, compacting, transport)
 
         # Trust: the system's CAs are not the box's CA.
         proc = subprocess.run([TOOL, "settings", "get", "--url", box.url, "--ca", "/etc/ssl/certs/ca-certificates.crt",
