@@ -166,6 +166,16 @@ bench-client: install
 	@python3 Benchmarks/lan/bench_client.py
 	@python3 Benchmarks/lan/bench_client.py --tmpfs
 
+## A compaction as the key's other clients feel it (Benchmarks/compaction_bench.py):
+## an inbox of 99,000 messages, the page cache dropped, the write that makes
+## compaction due, then a feed read and a one-item write at once; each one's
+## latency against the 1 s gate. The table goes to stdout and
+## Benchmarks/results/compaction.md. Needs root (drop_caches).
+.PHONY: bench-compaction
+bench-compaction: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/compaction_bench.py $(BENCH_COMPACTION_ARGS)
+
 ## Sync as the phone feels it (Benchmarks/lan/): a phone namespace joined to
 ## the server's by a 10 ms round-trip, 50 Mbit/s link (netem/tbf, or a
 ## user-space relay where the kernel has neither); 5 scenarios timed by an

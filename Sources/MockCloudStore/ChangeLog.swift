@@ -126,10 +126,7 @@ package struct ChangeLog {
     /// missing from the feed.
     package mutating func append(_ records: [ChangeRecord]) throws {
         guard !records.isEmpty else { return }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(records.count * Self.recordSize)
-        for record in records { bytes += Self.encode(record) }
-        try appendEncoded(bytes, records: records.count)
+        try appendEncoded(Self.encode(records), records: records.count)
     }
 
     /// Appends one record as `append(_:)` appends many (a single write needs
@@ -153,6 +150,12 @@ package struct ChangeLog {
         try Sys.truncate(fd, to: (kept + 1) * Self.recordSize, path: path)
         try Sys.fdatasync(fd, path: path)
         count = kept
+    }
+
+    /// True when this is still the log at its path: no compaction has
+    /// replaced it since it was opened.
+    package func isStillInPlace() throws -> Bool {
+        try Sys.isStill(fd, at: path)
     }
 
     /// Whole records whose text decodes, counted back from the end: a crash
@@ -194,6 +197,14 @@ package struct ChangeLog {
         line.append(UInt8(ascii: " "))
         line.append(contentsOf: record.id.rawValue.utf8)
         return pad(line)
+    }
+
+    /// Records one after another, as the log holds them.
+    static func encode(_ records: [ChangeRecord]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(records.count * recordSize)
+        for record in records { bytes += encode(record) }
+        return bytes
     }
 
     /// Reads a header at its fixed offsets: the magic (22 bytes), the
@@ -250,7 +261,7 @@ package struct ChangeLog {
         return bytes
     }
 
-    private static func lastComponent(_ path: String) -> String {
+    static func lastComponent(_ path: String) -> String {
         String(path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...])
     }
 
@@ -258,12 +269,60 @@ package struct ChangeLog {
     static func newGeneration() -> String {
         ASCII.hex(Random.bytes(8))
     }
+}
 
-    /// Writes a whole new log (header, then `records`) atomically in place of the old one.
-    static func rewrite(_ path: String, directory: String, header: ChangeLogHeader, records: [ChangeRecord]) throws {
-        var bytes = encode(header)
-        bytes.reserveCapacity((records.count + 1) * recordSize)
-        for record in records { bytes.append(contentsOf: encode(record)) }
-        try AtomicFile.write(bytes, to: lastComponent(path), in: directory)
+extension ChangeLog {
+    /// A new log written beside the live one and put in its place at once
+    /// (compaction): records first, in any number of `append`s, then, in
+    /// `commit`, the records that must follow them and the header; then it
+    /// is synced, renamed over the live log, and the folder synced. Until
+    /// `commit` renames it, the live log is untouched, and a crash leaves a
+    /// temporary file (`.~changes.log`) that the next compaction replaces.
+    package struct Replacement {
+        private var file: PendingFile
+
+        /// Starts the new log of the log at `path`, its header's place
+        /// reserved. Throws `StorageError`.
+        package init(of path: String, directory: String) throws {
+            file = try PendingFile(ChangeLog.lastComponent(path), in: directory)
+            do {
+                try file.append(ChangeLog.pad([]))
+            } catch {
+                file.abandon()
+                throw error
+            }
+        }
+
+        /// Records after the header, so far.
+        package var count: Int { file.size / ChangeLog.recordSize - 1 }
+
+        /// Adds `records` at the end.
+        package mutating func append(_ records: [ChangeRecord]) throws {
+            try file.append(ChangeLog.encode(records))
+        }
+
+        /// Makes the records so far durable, so that `commit` syncs only what it adds.
+        package func sync() throws {
+            try file.sync()
+        }
+
+        /// Adds `records`, writes `header` in its place, and puts the new
+        /// log in place of the live one, durably. A failure before the
+        /// rename leaves the live log and removes the new one.
+        package mutating func commit(header: ChangeLogHeader, then records: [ChangeRecord]) throws {
+            do {
+                try file.append(ChangeLog.encode(records))
+                try file.write(ChangeLog.encode(header), at: 0)
+            } catch {
+                file.abandon()
+                throw error
+            }
+            try file.commit()
+        }
+
+        /// Removes the new log, best effort; nothing once committed.
+        package mutating func abandon() {
+            file.abandon()
+        }
     }
 }

@@ -113,10 +113,11 @@ package struct DocumentFolder: Sendable {
     /// Removes a document and then its sidecar; false when there was no
     /// document. Once the document is gone the change is made: a sidecar
     /// left behind names no document, and the next write replaces it.
-    package func remove(_ name: String) throws -> Bool {
+    /// `durably`: the folder is synced after each (else the caller syncs it).
+    package func remove(_ name: String, durably: Bool = true) throws -> Bool {
         WriteProgress.beginVisibleChange()
-        let removed = try AtomicFile.remove(name, in: directory)
-        _ = try? AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: removed)
+        let removed = try AtomicFile.remove(name, in: directory, durably: durably)
+        _ = try? AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: durably && removed)
         return removed
     }
 }

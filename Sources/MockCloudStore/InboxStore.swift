@@ -38,7 +38,7 @@ package struct InboxStore: Sendable {
     package var messagesDirectory: String { messages.directory }
     var logPath: String { Sys.path(directory, "/changes.log") }
 
-    private func fileName(_ id: MessageID) -> String { Sys.path(id.rawValue, ".json") }
+    func fileName(_ id: MessageID) -> String { Sys.path(id.rawValue, ".json") }
 
     private func place(_ id: MessageID) -> DocumentPlace { DocumentPlace(route: Self.route, key: key, id: id) }
 
@@ -392,30 +392,51 @@ package struct InboxStore: Sendable {
 
     /// Once the log holds the minimum and twice as many records as after its
     /// last compaction: O(1) compaction work per write.
-    private func isCompactionDue(_ log: ChangeLog) -> Bool {
+    func isCompactionDue(_ log: ChangeLog) -> Bool {
         log.count >= max(settings.compactionMinimumRecords, 2 * log.header.records)
     }
 
     /// The inbox's upkeep, run after a write has answered (so that neither
-    /// its latency nor its answer depends on it), under the key's lock when
-    /// no one else holds it (otherwise the next writer does it): compaction
-    /// when due, and, every `KeyLock.tidyIntervalSeconds`, the removal of
-    /// the temporary files killed writers left (none can be live: every
-    /// writer of this inbox holds the lock). A failure leaves the inbox as
-    /// it was, and the next write's upkeep tries again.
+    /// its latency nor its answer depends on it), one at a time per inbox
+    /// (the inbox folder's own lock, taken without waiting: otherwise the
+    /// next writer does it): compaction when due (`InboxCompaction`), and,
+    /// every `KeyLock.tidyIntervalSeconds`, the removal of the temporary
+    /// files killed writers left. Neither holds the key's lock for long:
+    /// the messages folder is listed without it, and what the listing found
+    /// is removed under it, where no writer is at work, so none is live. A
+    /// failure leaves the inbox as it was, and the next write's upkeep tries
+    /// again.
     ///
     /// `onlyIfDue`: skip it all unless a write of this process found it due
     /// (what the program does after each write; costs nothing otherwise).
     package func upkeep(onlyIfDue: Bool = false) throws {
         if onlyIfDue && !Self.tidyDue && !Self.compactionDue { return }
-        try KeyLock.ifFree(root: root, route: Self.route, key: key) { tidyDue in
-            if tidyDue || Self.tidyDue {
-                AtomicFile.removeTemporaries(in: messagesDirectory)
-                AtomicFile.removeTemporaries(in: directory)
+        try KeyLock.ifFolderFree(directory) {
+            var tidy = false
+            var compaction: InboxCompaction?
+            try KeyLock.ifFree(root: root, route: Self.route, key: key) { tidyDue in
+                tidy = tidyDue || Self.tidyDue
+                // The inbox folder holds a few names; no compaction is at work (the folder's lock).
+                if tidy { AtomicFile.removeTemporaries(in: directory) }
+                compaction = try InboxCompaction.snapshot(self)
             }
-            guard var log = try ChangeLog.openForReading(logPath) else { return }
-            defer { log.close() }
-            if isCompactionDue(log) { try compact(&log) }
+            if tidy { try removeTemporaryMessages() }
+            guard var compaction else { return }
+            defer { compaction.close() }
+            try compaction.build()
+            try compaction.swap()
+            try compaction.removeExpired()
+        }
+    }
+
+    /// The temporary files of the messages folder, listed without the key's
+    /// lock (a long listing in a large inbox) and removed under it: those
+    /// still there then are killed writers' (a live writer holds the lock).
+    private func removeTemporaryMessages() throws {
+        let names = AtomicFile.documentsWithTemporaries(in: messagesDirectory)
+        guard !names.isEmpty else { return }
+        try KeyLock.withLock(root: root, route: Self.route, key: key) {
+            for name in names { AtomicFile.removeTemporary(of: name, in: messagesDirectory) }
         }
     }
 
@@ -454,37 +475,6 @@ package struct InboxStore: Sendable {
             try? log.takeBack(records)
             throw error
         }
-    }
-
-    /// Rewrites the log with only the records that still name a message's
-    /// latest state, dropping tombstones older than the horizon. Under the
-    /// key's exclusive lock; `log` is closed and opened again on the new log.
-    package func compact(_ log: inout ChangeLog) throws {
-        let horizon = clock() - settings.tombstoneHorizonSeconds * 1_000_000
-        var header = log.header
-        header.lastSeq = try log.lastSeq()
-        var kept: [ChangeRecord] = []
-        var expired: [MessageID] = []
-        var live = 0
-        for record in try log.records(from: 0, count: log.count) {
-            guard let state = try load(record.id), state.seq == record.seq else { continue }
-            if state.isTombstone, let deletedAt = Timestamp.parse(state.serverReceivedAt), deletedAt <= horizon {
-                expired.append(state.id)
-                header.compactedThrough = max(header.compactedThrough, state.seq)
-                continue
-            }
-            if !state.isTombstone { live += 1 }
-            kept.append(ChangeRecord(seq: record.seq, deleted: state.isTombstone, live: live, id: record.id))
-        }
-        header.records = kept.count
-        // Anchors issued before this compaction may have missed the deletions it drops.
-        if !expired.isEmpty { header.epoch += 1 }
-        try ChangeLog.rewrite(logPath, directory: directory, header: header, records: kept)
-        log.close()
-        log = try ChangeLog.openForWriting(logPath, directory: directory)
-        // Their records are gone: a tombstone left by a failure here is one
-        // no reader can be told of, and a later write of its id creates it.
-        for id in expired { _ = try messages.remove(fileName(id)) }
     }
 }
 

@@ -75,6 +75,31 @@ package enum KeyLock {
         try withoutWaiting(root: root, route: route, key: key, create: true, holdsData: holdsData, tidy: { _ in }, body)
     }
 
+    /// Runs `body` holding the `flock` of `folder` itself, taken without
+    /// waiting; false when another process holds it or there is no such
+    /// folder. No reader or writer takes it: it keeps one long task at a time
+    /// per folder (an inbox's upkeep) while the key's own lock stays free.
+    @discardableResult
+    package static func ifFolderFree(_ folder: String, _ body: () throws -> Void) throws -> Bool {
+        let fd: FileDescriptor
+        do {
+            fd = try Sys.open(folder, .directory | .noFollow)
+        } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
+            return false
+        } catch let error as SystemError {
+            throw StorageError(error, .writing)
+        }
+        return try Sys.closing(fd) { fd in
+            do {
+                guard try Sys.tryLock(fd, path: folder) else { return false }
+            } catch let error as SystemError {
+                throw StorageError(error, .writing)
+            }
+            try body()
+            return true
+        }
+    }
+
     /// `attempt` with the exclusive lock taken without waiting: false when
     /// another process holds it, when its file went meanwhile, or (not
     /// `create`) when there is none.

@@ -100,10 +100,11 @@ import Testing
         #expect(size() == 4 * 256)
     }
 
-    @Test func aRewrittenLogKeepsLastSeqEvenWithoutRecords() throws {
+    @Test func aReplacementLogKeepsLastSeqEvenWithoutRecords() throws {
         defer { cleanUp() }
         let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 40, lastSeq: 42, records: 0, epoch: 0)
-        try ChangeLog.rewrite(path, directory: directory, header: header, records: [])
+        var replacement = try ChangeLog.Replacement(of: path, directory: directory)
+        try replacement.commit(header: header, then: [])
         let log = try ChangeLog.openForWriting(path, directory: directory)
         defer { log.close() }
         #expect(log.header == header)
@@ -111,15 +112,46 @@ import Testing
         #expect(size() == 256)
     }
 
-    @Test func aRewrittenLogHoldsExactlyItsRecords() throws {
+    @Test func aReplacementLogHoldsItsRecordsThenTheOnesCommittedWithItsHeader() throws {
         defer { cleanUp() }
-        let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 0, lastSeq: 9, records: 2, epoch: 0)
-        let records = [ChangeLogEncodingTests.record(5, "b"), ChangeLogEncodingTests.record(9, deleted: true, live: 1, "a")]
-        try ChangeLog.rewrite(path, directory: directory, header: header, records: records)
+        let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 0, lastSeq: 11, records: 3, epoch: 0)
+        let first = [ChangeLogEncodingTests.record(5, "b"), ChangeLogEncodingTests.record(9, deleted: true, live: 1, "a")]
+        let last = [ChangeLogEncodingTests.record(11, live: 2, "c")]
+        var replacement = try ChangeLog.Replacement(of: path, directory: directory)
+        try replacement.append(first)
+        try replacement.sync()
+        #expect(replacement.count == 2)
+        #expect(size() == -1)  // nothing in place before the commit
+        try replacement.commit(header: header, then: last)
         let bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }
-        #expect(bytes == ChangeLog.encode(header) + records.flatMap { ChangeLog.encode($0) })
+        #expect(bytes == ChangeLog.encode(header) + (first + last).flatMap { ChangeLog.encode($0) })
         let log = try #require(try ChangeLog.openForReading(path))
         defer { log.close() }
-        #expect(try log.records(from: 0, count: 2) == records)
+        #expect(try log.records(from: 0, count: 3) == first + last)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["changes.log"])
+    }
+
+    @Test func anAbandonedReplacementLeavesTheLiveLogAndNoTemporary() throws {
+        defer { cleanUp() }
+        var live = try ChangeLog.openForWriting(path, directory: directory)
+        try live.append(ChangeLogEncodingTests.record(1, "a"))
+        live.close()
+        let before = try #require(FileManager.default.contents(atPath: path))
+        var replacement = try ChangeLog.Replacement(of: path, directory: directory)
+        try replacement.append([ChangeLogEncodingTests.record(1, "a")])
+        replacement.abandon()
+        #expect(FileManager.default.contents(atPath: path) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["changes.log"])
+    }
+
+    @Test func aReplacementTakesThePlaceOfAKilledCompactionsLeftover() throws {
+        defer { cleanUp() }
+        // What a compaction killed in its build step left: a partial new log.
+        #expect(FileManager.default.createFile(atPath: directory + "/.~changes.log", contents: Data(repeating: 0x20, count: 300)))
+        let header = ChangeLogHeader(generation: "00000000000000aa", compactedThrough: 0, lastSeq: 1, records: 1, epoch: 0)
+        var replacement = try ChangeLog.Replacement(of: path, directory: directory)
+        try replacement.commit(header: header, then: [ChangeLogEncodingTests.record(1, "a")])
+        #expect(size() == 2 * 256)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["changes.log"])
     }
 }

@@ -2,9 +2,9 @@
 """Races held open at the named point, through the programs run directly as
 fcgiwrap runs them: one process is stopped inside a system call (strace's
 `-e inject=SYSCALL:delay_enter=...:when=N`, N found by tracing the same
-request first) while another runs. Issue 19's four races:
+request first) while another runs. Five races:
 
-    races.py [--cgi-bin DIR] [--rounds 3] [--only a|b|c|d]
+    races.py [--cgi-bin DIR] [--rounds 3] [--only a|b|c|d|e]
 
   (a) a key's first write (a bulk that creates the inbox) vs a feed read
       from no anchor that found no lock file and no log: the reader is held
@@ -28,6 +28,17 @@ request first) while another runs. Issue 19's four races:
       during compaction, fails. The write still answers 2xx with its change
       visible and in the feed; a following write, compaction failing again,
       answers 2xx too; a POST answers 201 (no retry, so no duplicate).
+  (e) a compaction's long step vs the key's readers and writers: the write
+      that makes compaction due is held in its compaction's build step (at
+      its read of a message file) while a feed read, a new message, a
+      replacement and a deletion of messages the build has yet to read run
+      and a second feed read follows: each answers 2xx while the compaction
+      is still held (they do not wait for it), and once it ends the
+      compacted log holds every one of those writes (the catch-up), a
+      reader following from its anchor ends with what a full read and every
+      GET show, and no half-written log is left. Then the same compaction
+      held at its swap (the rename of the new log, under the key's lock): a
+      write that waited for it lands in the new log, its seq above all.
 
 Prints ok/FAIL per race and round, then `N passed, M failed`.
 """
@@ -41,6 +52,7 @@ import time
 sys.dont_write_bytecode = True      # no __pycache__ in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stresslib  # noqa: E402
+import formats  # noqa: E402  (Tests/support/, on the path stresslib sets)
 import suite  # noqa: E402
 import faults  # noqa: E402
 from faults import KEY, Request, put, settings_put  # noqa: E402
@@ -267,6 +279,17 @@ def race_sweep(args, checks, scratch, round_):
 
 # ---------------------------------------------------------------- (d)
 
+def compact_seed(args, scratch, name):
+    """A fresh data directory holding faults.py's "compact" seed: five
+    records, the next write makes compaction due (at 4 records, horizon 0)."""
+    data = os.path.join(scratch, name)
+    shutil.rmtree(data, ignore_errors=True)
+    os.mkdir(data, 0o700)
+    for request in faults.SEEDS["compact"]:
+        faults.run_program(args.cgi_bin, request, data, {})
+    return data
+
+
 def race_compaction(args, checks, scratch, round_):
     env = {"MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS": "4", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON": "0"}
     inbox = os.path.join(args.cgi_bin, "inbox")
@@ -275,12 +298,8 @@ def race_compaction(args, checks, scratch, round_):
         ("a read of a message during compaction", "openat", "/messages/m3.json"),
     ]
     for what, syscall, text in failures:
-        data = os.path.join(scratch, "d-data")
-        shutil.rmtree(data, ignore_errors=True)
-        os.mkdir(data, 0o700)
+        data = compact_seed(args, scratch, "d-data")
         problems = []
-        for request in faults.SEEDS["compact"]:
-            faults.run_program(args.cgi_bin, request, data, {})
         writes = [("PUT m4", put("m4", 1, {"kg": 64})), ("PUT m5", put("m5", 1, {"kg": 65})),
                   ("POST", Request("inbox", "POST", "/inbox", body={"posted": round_}))]
         injected = 0
@@ -314,7 +333,128 @@ def race_compaction(args, checks, scratch, round_):
                      problems + ([] if injected else ["no fault was injected"]))
 
 
-RACES = {"a": race_first_write, "b": race_signed_read, "c": race_sweep, "d": race_compaction}
+# ---------------------------------------------------------------- (e)
+
+def wait_held(proc, text, seconds=10):
+    """Until the held process's trace shows it inside its call on `text`
+    (strace writes a held call's line up to its arguments): True; False
+    when it ended or the time ran out first."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if text in open(proc.trace, errors="replace").read():
+                return True
+        except OSError:
+            pass
+        time.sleep(0.005)
+    return False
+
+
+def compaction_problems(cgi_bin, env, data, seen, anchor, written):
+    """After the compaction: `written` ids (id -> version, None: deleted)
+    as the feed and GET show them; the follower from `anchor` (holding
+    `seen`) ends with a full read; the log compacted, no temporary left."""
+    inbox = os.path.join(cgi_bin, "inbox")
+    problems = []
+    rest, deleted, _, more = stresslib.follow_feed(inbox, env, data, KEY, 1000, anchor=anchor)
+    problems += more
+    full, full_deleted, _, more = stresslib.follow_feed(inbox, env, data, KEY, 1000)
+    problems += more
+    followed, whole = live_of(rest, deleted, seen), live_of(full, full_deleted)
+    if followed != whole:
+        problems.append("a reader following from %s ends with %s, a full read shows %s" % (
+            anchor, sorted(followed.items()), sorted(whole.items())))
+    ids = [m["id"] for m in full]
+    if len(ids) != len(set(ids)):
+        problems.append("the full read lists an id twice: %s" % ids)
+    for ident, version in sorted(written.items()):
+        got = faults.run_program(cgi_bin, Request("inbox", "GET", "/inbox/" + ident), data, env)
+        if version is None:
+            if got[0] != 404 or ident in whole:
+                problems.append("%s was deleted; GET answers %s, the feed %s" % (ident, got[0], whole.get(ident)))
+        elif got[0] != 200 or json.loads(got[2])["version"] != version or whole.get(ident, (None,))[0] != version:
+            problems.append("%s written at version %d; GET answers %s, the feed %s" % (
+                ident, version, answer_text(got), whole.get(ident)))
+    folder = os.path.join(data, "inbox", KEY)
+    if os.path.exists(os.path.join(folder, ".~changes.log")):
+        problems.append("a half-written change log (.~changes.log) is left")
+    header, records, partial = formats.read_log(open(os.path.join(folder, "changes.log"), "rb").read())
+    seqs = [r.seq for r in records if r]
+    if header is None or None in records or partial or seqs != sorted(set(seqs)) or header.records > len(records):
+        problems.append("the compacted log is not whole records in rising seq order under a header that counts "
+                        "them: %s, seqs %s" % (header, seqs))
+    return problems
+
+
+def race_compaction_steps(args, checks, scratch, round_):
+    env = {"MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS": "4", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON": "0"}
+    inbox = os.path.join(args.cgi_bin, "inbox")
+    trigger = put("m4", 1, {"kg": 64})
+    for where, syscall, text, after in [
+        ("its build step (a read of a message file)", "openat", "/messages/m1.json", "fdatasync"),
+        ("its swap (the rename of the new log, under the key's lock)", "rename", ".~changes.log", "/messages/.~"),
+    ]:
+        data = compact_seed(args, scratch, "e-data")
+        problems = []
+        messages, deleted, anchor, more = stresslib.follow_feed(inbox, env, data, KEY, 1000)
+        seen = live_of(messages, deleted)
+        log_size = os.path.getsize(os.path.join(data, "inbox", KEY, "changes.log"))
+        n = occurrence(args.cgi_bin, trigger, data, env, syscall, text, scratch, after=after)
+        if n is None or more:
+            checks.check("(e) round %d: the compaction reaches %s" % (round_, where),
+                         more + ["no %s of %s after a %s" % (syscall, text, after)])
+            continue
+        # wait_held must not read an earlier round's trace.
+        if os.path.exists(os.path.join(scratch, "compactor.trace")):
+            os.unlink(os.path.join(scratch, "compactor.trace"))
+        compactor = held(args.cgi_bin, trigger, data, env, scratch, "compactor",
+                         "%s:delay_enter=%dms:when=%d" % (syscall, 6 * HOLD_MS, n))
+        if not wait_held(compactor, text):
+            faults.finish(compactor)
+            checks.check("(e) round %d: the compaction is held at %s" % (round_, where), ["it was not held"])
+            continue
+        written = {"m4": 1}
+        if syscall == "openat":
+            # The build has yet to read m1 and m3; m5 is new.
+            steps = [("a feed read from the anchor", Request("inbox", "GET", "/inbox", query="limit=1000&anchor=" + anchor), 200),
+                     ("PUT m5 (new)", put("m5", 1, {"kg": 65}), 201),
+                     ("PUT m3 (a replacement)", put("m3", 2, {"kg": 70}), 200),
+                     ("DELETE m1", Request("inbox", "DELETE", "/inbox/m1"), 204),
+                     ("a second feed read from the anchor", Request("inbox", "GET", "/inbox",
+                                                                    query="limit=1000&anchor=" + anchor), 200)]
+            written.update({"m5": 1, "m3": 2, "m1": None})
+            for name, request, want in steps:
+                answer = faults.run_program(args.cgi_bin, request, data, env)
+                if answer[0] != want or not answer[3]:
+                    problems.append("%s during the build answers %s" % (name, answer_text(answer)))
+                if compactor.poll() is not None:
+                    problems.append("%s answered only once the compaction had ended: it waited for it" % name)
+            if answer[0] == 200 and answer[3]:
+                page = json.loads(answer[2])
+                versions = {i: v[0] for i, v in live_of(page["messages"], page["deleted"], seen).items()}
+                if any(versions.get(i) != v for i, v in written.items()):
+                    problems.append("the second read during the build shows %s, not the writes before it" %
+                                    sorted(versions.items()))
+        else:
+            # Waits for the key's lock, which the swap holds: lands in the new log.
+            answer = faults.run_program(args.cgi_bin, put("m6", 1, {"kg": 66}), data, env)
+            written["m6"] = 1
+            if answer[0] != 201 or not answer[3]:
+                problems.append("PUT m6, held behind the swap, answers %s" % answer_text(answer))
+        answer = faults.finish(compactor)
+        if answer[0] != 201 or not answer[3]:
+            problems.append("the write that made compaction due answers %s" % answer_text(answer))
+        if os.path.getsize(os.path.join(data, "inbox", KEY, "changes.log")) >= log_size + 256 * len(written):
+            problems.append("the log was not compacted")
+        problems += compaction_problems(args.cgi_bin, env, data, seen, anchor, written)
+        checks.check("(e) round %d: compaction held at %s (%s) while the key's readers and writers go on: none "
+                     "waits for its build, every write made meanwhile is in the compacted log" % (
+                         round_, where, "held" if answer[5] else "NOT held"),
+                     problems + ([] if answer[5] else ["the delay was not injected"]))
+
+
+RACES = {"a": race_first_write, "b": race_signed_read, "c": race_sweep, "d": race_compaction,
+         "e": race_compaction_steps}
 
 
 def main():

@@ -17,7 +17,7 @@ serving_processes() {
     for pid in $(below "$(cat "$1/nginx.pid" 2>/dev/null)") "$(cat "$1/fcgiwrap.pid" 2>/dev/null)" \
         $(below "$(cat "$1/fcgiwrap.pid" 2>/dev/null)"); do
         [[ -n "$pid" && -e "/proc/$pid" ]] || continue
-        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-40):$(uid_of "$pid");"
+        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200):$(uid_of "$pid");"
     done
     printf '%s' "$procs"
 }
