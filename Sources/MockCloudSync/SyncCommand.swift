@@ -28,8 +28,16 @@ public enum SyncCommand {
     /// acknowledged is recorded, so running again resumes.
     static let interrupted: Int32 = 130
 
-    /// Runs the command line; returns the exit status.
+    /// Runs the command line; returns the exit status. `pull --follow` runs
+    /// until SIGINT or SIGTERM, which end it cleanly.
     public static func main(_ arguments: [String]) async -> Int32 {
+        if (try? SyncOptions(arguments))?.follow == true {
+            return await cancellingOnInterrupt { await run(arguments) }
+        }
+        return await run(arguments)
+    }
+
+    static func run(_ arguments: [String]) async -> Int32 {
         let options: SyncOptions
         do {
             options = try SyncOptions(arguments)
@@ -51,7 +59,8 @@ public enum SyncCommand {
                 return try await Push(client: client, directory: directory, deleteMissing: options.deleteMissing)
                     .run(&output)
             case .pull(let directory):
-                return try await Pull(client: client, directory: directory, excludeOwn: options.excludeOwn).run(&output)
+                return try await Pull(client: client, directory: directory, excludeOwn: options.excludeOwn,
+                                      follow: options.follow).run(&output)
             case .settingsGet:
                 return try await SettingsCommand.get(client, &output)
             case .settingsPut(let file):

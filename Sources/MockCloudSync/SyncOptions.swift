@@ -23,11 +23,13 @@ struct SyncOptions {
     var deleteMissing = false
     /// pull: skip this device's own writes in incremental reads.
     var excludeOwn = false
+    /// pull: keep the folder current, waiting for each change, until interrupted.
+    var follow = false
     var ifMatch: String?
 
     static let usage = """
         usage: mockcloud-sync push DIR        [--delete]
-               mockcloud-sync pull DIR        [--exclude-own]
+               mockcloud-sync pull DIR        [--exclude-own] [--follow]
                mockcloud-sync settings get
                mockcloud-sync settings put FILE   [--if-match ETAG]
                mockcloud-sync settings patch FILE [--if-match ETAG]
@@ -45,7 +47,7 @@ struct SyncOptions {
         var values: [String: String] = [:]
         var flags: Set<String> = []
         let valued: Set<String> = ["--url", "--ca", "--ca-sha256", "--token", "--user-key", "--device-id", "--if-match"]
-        let boolean: Set<String> = ["--json", "--delete", "--exclude-own"]
+        let boolean: Set<String> = ["--json", "--delete", "--exclude-own", "--follow"]
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -97,6 +99,10 @@ struct SyncOptions {
         json = flags.contains("--json")
         deleteMissing = flags.contains("--delete")
         excludeOwn = flags.contains("--exclude-own")
+        follow = flags.contains("--follow")
+        if follow {
+            guard case .pull = command else { throw UsageError("--follow is for pull") }
+        }
         ifMatch = values["--if-match"]
     }
 }
