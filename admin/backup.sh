@@ -7,7 +7,8 @@
 #
 # backup copies each key under that key's lock, taken shared (flock, as the
 # programs' feed readers do): writers of that key wait for the copy, so no
-# inbox log without its message file, no settings file without its MAC.
+# inbox log without its message file, no settings file without its MAC or
+# its member times.
 # Other keys keep being served. The tar holds MOCKCLOUD-BACKUP, the settings
 # and the inboxes (not the lock files).
 #
@@ -54,7 +55,9 @@ backup() {
             [[ -e "$name" ]] || continue
             key="$(basename "$name" .json)"
             lock="$(lock_file "$data" user_settings "$key")"
-            flock -s "$lock" sh -c 'cp -p "$1" "$2/" && { [ ! -e "$1.mac" ] || cp -p "$1.mac" "$2/"; }' sh "$name" "$stage/user_settings" ||
+            # The document with its MAC and its member times (and theirs).
+            flock -s "$lock" sh -c 'cp -p "$1" "$2/" && for f in "$1.mac" "$1.times" "$1.times.mac"; do
+                    [ ! -e "$f" ] || cp -p "$f" "$2/" || exit 1; done' sh "$name" "$stage/user_settings" ||
                 die "cannot copy $name"
         done
     fi

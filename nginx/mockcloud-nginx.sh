@@ -167,8 +167,8 @@ load_settings() {
         [[ "$UPSTREAM" =~ $upstream_shape ]] ||
             die "MOCKCLOUD_UPSTREAM must be scheme://host:port with no path (it gets every path unchanged), not '$UPSTREAM'"
     fi
-    [[ -z "$HMAC_REQUIRE" || "$HMAC_REQUIRE" =~ ^[A-Za-z0-9]+$ ]] ||
-        die "MOCKCLOUD_HMAC_REQUIRE must be 1 or 0, not '$HMAC_REQUIRE'"
+    [[ -z "$HMAC_REQUIRE" || "$HMAC_REQUIRE" == 1 ]] ||
+        die "MOCKCLOUD_HMAC_REQUIRE must be 1 (refuse unsigned documents) or unset, not '$HMAC_REQUIRE'"
     INBOX_MAX_MESSAGES="${MOCKCLOUD_INBOX_MAX_MESSAGES:-}"
     INBOX_TOMBSTONE_HORIZON="${MOCKCLOUD_INBOX_TOMBSTONE_HORIZON:-}"
     INBOX_COMPACT_MIN_RECORDS="${MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS:-}"

@@ -50,7 +50,12 @@ package struct AdminCommand {
         var result = Result()
         var rest = arguments
         var keyFile = ServiceConfig.signingKeyFile(environment)
-        var require = ServiceConfig.requiresSigned(environment)
+        var require: Bool
+        do {
+            require = try ServiceConfig.requiresSigned(environment)
+        } catch {
+            return Result(errors: ["mockcloud-admin: \(error)"], status: 2)
+        }
         // `--keys`: the key file for verify/sign/rotate, the user keys for token.
         var keysOption: String?
         var positional: [String] = []

@@ -1,3 +1,4 @@
+import Foundation
 import MockCloudJSON
 import MockCloudWire
 
@@ -15,6 +16,11 @@ public enum SettingsReconciliation: Sendable, Equatable {
     case pushedLocal(Settings)
     /// Both hold the same `updatedAt`: nothing to do.
     case inSync(Settings)
+    /// The box keeps member times and `editedFields` were given: each
+    /// edited member was sent with its own edit time and merged per field.
+    /// `Settings` is what the box holds now, to apply locally; `kept` the
+    /// edited members whose box value won (edited later elsewhere).
+    case mergedPerField(Settings, kept: [String])
 }
 
 extension MockCloudClient {
@@ -30,6 +36,69 @@ extension MockCloudClient {
     /// has one. Throws only what a retry cannot mend (an untrusted server,
     /// a refused key or token, an answer it does not understand).
     public func reconcileSettings(local: JSONText?) async throws -> SettingsReconciliation {
+        try await reconcileSettings(local: local, editedFields: nil)
+    }
+
+    /// The same reconciliation, per field when the box keeps member times:
+    /// `editedFields` names the top-level members of `local` edited on this
+    /// device since the last reconciliation, each with the time of its edit
+    /// (a member edited away from `local` is a deletion). Each is sent with
+    /// its own time (`patchSettings(fields:editedAt:)`, one request per
+    /// instant) and the result is `mergedPerField`: two devices that edited
+    /// different members offline both keep their edit. Nothing edited: the
+    /// box's document is `inSync` or `boxIsNewer`. Nothing stored on the
+    /// box, or a box without member times: `reconcileSettings(local:)`'s
+    /// whole-document cases. Clear `editedFields` once this returns
+    /// anything but `unreachable`; after `unreachable`, keep them: sending
+    /// the same edits again changes nothing that landed.
+    public func reconcileSettings(local: JSONText?, editedFields: [String: Date]?) async throws -> SettingsReconciliation {
+        if let editedFields, let local {
+            let timed: TimedSettings?
+            do {
+                timed = try await settingsWithTimes()
+            } catch ClientError.unavailable(let detail) {
+                return .unreachable(.unavailable(detail))
+            }
+            if let timed, timed.times != nil {
+                return try await mergePerField(local, editedFields, over: timed.settings)
+            }
+        }
+        return try await reconcileWholeDocument(local)
+    }
+
+    /// `editedFields`' members of `local`, sent per field, oldest edit first.
+    private func mergePerField(
+        _ local: JSONText, _ editedFields: [String: Date], over stored: Settings
+    ) async throws -> SettingsReconciliation {
+        guard case .object(let document) = local.value else {
+            throw ClientError.invalidArgument("the local settings are not a JSON object")
+        }
+        if editedFields.keys.allSatisfy({ $0 == "updatedAt" || $0 == "serverReceivedAt" }) {
+            return Self.reflects(stored.document, "PUT", local) ? .inSync(stored) : .boxIsNewer(stored)
+        }
+        var now = stored
+        var kept: [String] = []
+        // `updatedAt` and `serverReceivedAt` are no members of their own.
+        let edits = editedFields.filter { $0.key != "updatedAt" && $0.key != "serverReceivedAt" }
+        let byInstant = Dictionary(grouping: edits) { Self.micros($0.value) }
+        for instant in byInstant.keys.sorted() {
+            var fields = JSONObject()
+            for (name, _) in byInstant[instant]!.sorted(by: { $0.key < $1.key }) {
+                fields[name] = document[name] ?? .null
+            }
+            do {
+                let merged = try await patchSettings(fields: JSONText(.object(fields)), editedAt: Self.date(instant))
+                now = merged.settings
+                kept += merged.kept
+            } catch ClientError.unavailable(let detail) {
+                return .unreachable(.unavailable(detail))
+            }
+        }
+        return .mergedPerField(now, kept: kept)
+    }
+
+    /// The whole-document cases, by `updatedAt`.
+    private func reconcileWholeDocument(_ local: JSONText?) async throws -> SettingsReconciliation {
         for _ in 0..<configuration.retry.maxAttempts {
             let stored: Settings?
             do {

@@ -53,14 +53,21 @@ package struct ServiceConfig: Sendable {
         return path
     }
 
-    /// `MOCKCLOUD_HMAC_REQUIRE=1`: unsigned documents are refused.
-    package static func requiresSigned(_ environment: Environment) -> Bool {
-        environment["MOCKCLOUD_HMAC_REQUIRE"] == "1"
+    /// `MOCKCLOUD_HMAC_REQUIRE=1`: unsigned documents are refused; unset or
+    /// empty: they are served. Any other value (`true`, `yes`, `0`) is
+    /// refused rather than read as either: a guess could leave signatures
+    /// optional on a box whose operator meant to require them.
+    package static func requiresSigned(_ environment: Environment) throws -> Bool {
+        guard let text = environment["MOCKCLOUD_HMAC_REQUIRE"], !text.isEmpty else { return false }
+        guard text == "1" else {
+            throw ConfigError("MOCKCLOUD_HMAC_REQUIRE=\(text) is not accepted: set it to 1 to refuse unsigned documents, or leave it unset")
+        }
+        return true
     }
 
     /// Signing from `MOCKCLOUD_HMAC_KEYS` and `MOCKCLOUD_HMAC_REQUIRE`.
     package static func integrity(_ environment: Environment) throws -> Integrity {
-        let require = requiresSigned(environment)
+        let require = try requiresSigned(environment)
         guard let path = signingKeyFile(environment) else {
             if require { throw ConfigError("MOCKCLOUD_HMAC_REQUIRE=1 is set but MOCKCLOUD_HMAC_KEYS is not") }
             return .off

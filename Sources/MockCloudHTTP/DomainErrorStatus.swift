@@ -55,7 +55,8 @@ extension SettingsError: HTTPResponseError {
         case .preconditionFailed: return .preconditionFailed
         case .olderThanStored: return .conflict
         case .storedDocumentUnreadable, .storedDocumentNotAnObject: return .internalServerError
-        case .storedFormTooLarge: return .contentTooLarge
+        case .storedFormTooLarge, .memberTimesTooLarge: return .contentTooLarge
+        case .editTimeMissing, .editTimeUnreadable: return .badRequest
         }
     }
 
@@ -74,6 +75,14 @@ extension SettingsError: HTTPResponseError {
         case .storedDocumentNotAnObject: return "the stored settings for this user are not a JSON object; PUT a new document"
         case .storedFormTooLarge(let size, let limit):
             return "stored in the Python layout (two-space indent) this document would take \(size) bytes, over the \(limit)-byte limit; nest it less deeply"
+        case .editTimeMissing:
+            return "a per-field patch (X-Merge: fields) needs updatedAt, the time its members were edited; nothing was written"
+        case .editTimeUnreadable(let text):
+            return "updatedAt \(text) is not a time stamp (e.g. 2026-05-18T10:01:00Z); a per-field patch needs the time"
+                + " its members were edited; nothing was written"
+        case .memberTimesTooLarge(let size, let limit):
+            return "the member times of this document would take \(size) bytes, over the \(limit)-byte limit;"
+                + " keep fewer top-level members; nothing was written"
         }
     }
 

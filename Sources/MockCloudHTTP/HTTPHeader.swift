@@ -21,8 +21,11 @@ package struct HTTPHeader: Sendable, Equatable {
     package static let ifMatch = HTTPHeader("If-Match", "HTTP_IF_MATCH")
     package static let ifNoneMatch = HTTPHeader("If-None-Match", "HTTP_IF_NONE_MATCH")
     package static let contentEncoding = HTTPHeader("Content-Encoding", "HTTP_CONTENT_ENCODING")
+    /// `fields`: a settings PATCH merges per member, a GET answers the member
+    /// times; in their answers, that they did.
+    package static let merge = HTTPHeader("X-Merge", "HTTP_X_MERGE")
     /// Every header above, for the test that checks their meta-variables.
-    package static let read = [userKey, deviceID, syncVersion, authorization, ifMatch, ifNoneMatch, contentEncoding]
+    package static let read = [userKey, deviceID, syncVersion, authorization, ifMatch, ifNoneMatch, contentEncoding, merge]
 
     // Written in answers.
     package static let contentType = HTTPHeader("Content-Type")
@@ -32,4 +35,6 @@ package struct HTTPHeader: Sendable, Equatable {
     package static let allow = HTTPHeader("Allow")
     package static let wwwAuthenticate = HTTPHeader("WWW-Authenticate")
     package static let retryAfter = HTTPHeader("Retry-After")
+    /// The members of a per-field patch whose stored value won.
+    package static let mergeKept = HTTPHeader("X-Merge-Kept")
 }

@@ -29,12 +29,16 @@ package enum RequestError: HTTPResponseError, Equatable {
     case repeatedQueryParameter(String, request: String, takes: [String])
     /// A `wait` that is not a whole number of seconds in `WireLimits.waitSeconds`.
     case invalidWait(String)
+    /// An `X-Merge` value other than `fields`.
+    case unknownMerge(String)
+    /// `X-Merge` on a method it does not apply to (PUT, DELETE).
+    case mergeNotForMethod(HTTPMethod)
 
     package var status: HTTPStatus {
         switch self {
         case .missingUserKey, .invalidUserKey, .invalidContentLength, .bodyShorterThanContentLength,
             .invalidJSON, .notAnObject, .mergePatchNotObject, .repeatedHeader, .malformedQuery,
-            .unknownQueryParameter, .repeatedQueryParameter, .invalidWait:
+            .unknownQueryParameter, .repeatedQueryParameter, .invalidWait, .unknownMerge, .mergeNotForMethod:
             return .badRequest
         case .notFound: return .notFound
         case .methodNotAllowed: return .methodNotAllowed
@@ -75,6 +79,10 @@ package enum RequestError: HTTPResponseError, Equatable {
         case .invalidWait(let text):
             return "invalid wait \(String(reflecting: text)): must be a whole number of seconds from "
                 + "\(WireLimits.waitSeconds.lowerBound) to \(WireLimits.waitSeconds.upperBound)"
+        case .unknownMerge(let value):
+            return "X-Merge \(String(reflecting: value)) is not known: send X-Merge: fields to merge or read per member, or no X-Merge"
+        case .mergeNotForMethod(let method):
+            return "X-Merge applies to GET, HEAD and PATCH, not \(method): a \(method) changes the whole document"
         }
     }
 

@@ -6,7 +6,9 @@ import MockCloudWire
 
 /// `/user/settings`: GET, HEAD, PUT, PATCH (RFC 7396), DELETE of one JSON
 /// document per `X-User-Key`, drop-in for the Python mock cloud's route, with
-/// strong ETags, RFC 7232 conditions and last-writer-wins on `updatedAt`.
+/// strong ETags, RFC 7232 conditions and last-writer-wins on `updatedAt`;
+/// with `X-Merge: fields`, a PATCH merges per member and a GET answers the
+/// member times (docs/API.md §3).
 package struct SettingsRoute: Sendable {
     /// The path this route serves.
     package static let path = "/user/settings"
@@ -17,8 +19,16 @@ package struct SettingsRoute: Sendable {
     /// The `Content-Type` a PATCH must carry.
     package static let mergePatchType = "application/merge-patch+json"
 
+    /// The one `X-Merge` value.
+    package static let mergeFields = "fields"
+    /// The longest `X-Merge-Kept` value: nginx takes an answer's headers in
+    /// one buffer of a page, and a longer list ends with `*`.
+    package static let keptHeaderLimit = 2048
+
     let store: SettingsStore
     let waiting: WaitHost
+    /// Where a line for the server log goes.
+    let log: @Sendable (String) -> Void
 
     /// - Parameters:
     ///   - dataRoot: the data directory.
@@ -26,12 +36,15 @@ package struct SettingsRoute: Sendable {
     ///   - minimumFreeBytes: the free-space floor below which writes are refused.
     ///   - clock: the source of `serverReceivedAt`; tests pass a fixed one.
     ///   - waiting: what a `?wait=` read needs of the process (none in a test).
+    ///   - log: a line for the server log (a damaged member-times file); stderr by default.
     package init(
         dataRoot: String, integrity: Integrity = .off, minimumFreeBytes: Int64 = FreeSpaceError.defaultFloor,
-        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now, waiting: WaitHost = .none
+        clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now, waiting: WaitHost = .none,
+        log: @escaping @Sendable (String) -> Void = { CGIProgram.log("user-settings", $0) }
     ) {
         store = SettingsStore(root: dataRoot, integrity: integrity, minimumFreeBytes: minimumFreeBytes, clock: clock)
         self.waiting = waiting
+        self.log = log
     }
 
     /// The route as the programs run it, configured from the environment.
@@ -50,6 +63,7 @@ package struct SettingsRoute: Sendable {
             let wait = try QueryString(request, takes: QueryParameters.settings).waitSeconds()
             let key = try request.userKey()
             let ifNoneMatch = request.tagCondition(HTTPHeader.ifNoneMatch)
+            if try Self.mergesFields(request) { return try getWithTimes(key, ifNoneMatch: ifNoneMatch) }
             guard let wait, let ifNoneMatch else { return try get(key, ifNoneMatch: ifNoneMatch) }
             return try get(key, ifNoneMatch: ifNoneMatch, waitingSeconds: wait)
         case .put, .patch, .delete:
@@ -65,6 +79,7 @@ package struct SettingsRoute: Sendable {
         switch request.method {
         case .put:
             let key = try request.userKey()
+            try Self.refuseMerge(request)
             // An empty body is `{}`, as in the Python service.
             let document = request.body.isEmpty ? JSONObject() : try request.jsonObjectBody(or: RequestError.notAnObject)
             return Self.answer(try store.replace(key, with: document, given: request.preconditions))
@@ -74,9 +89,22 @@ package struct SettingsRoute: Sendable {
                 throw RequestError.unsupportedMediaType(expected: Self.mergePatchType, received: request.contentType)
             }
             let patch = try request.jsonObjectBody(or: RequestError.mergePatchNotObject)
-            return Self.answer(try store.merge(key, patch: patch, given: request.preconditions))
+            guard try Self.mergesFields(request) else {
+                return Self.answer(try store.merge(key, patch: patch, given: request.preconditions))
+            }
+            let edit = try FieldPatch(patch, device: try InboxRoute.source(request))
+            let merged = try store.mergeFields(key, edit, given: request.preconditions)
+            if let problem = merged.problem { log(problem) }
+            // `X-Merge: fields` says the box merged per field (an older one ignores the header).
+            var headers: [CGIResponse.Header] = [
+                .init(HTTPHeader.etag.name, merged.stored.etag.text), .init(HTTPHeader.merge.name, Self.mergeFields),
+            ]
+            if let kept = Self.keptHeader(merged.kept) { headers.append(.init(HTTPHeader.mergeKept.name, kept)) }
+            return .json(.ok, merged.stored.document ?? .object(JSONObject()), headers: headers)
         case .delete:
-            try store.remove(try request.userKey(), given: request.preconditions)
+            let key = try request.userKey()
+            try Self.refuseMerge(request)
+            try store.remove(key, given: request.preconditions)
             return CGIResponse(status: .noContent)
         case .get, .head, .post, .other:
             throw RequestError.methodNotAllowed(method: request.method, path: Self.path, allowed: Self.methods)
@@ -120,6 +148,64 @@ package struct SettingsRoute: Sendable {
             throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
         }
         return .json(.ok, document, header: HTTPHeader.etag.name, stored.etag.text)
+    }
+
+    /// GET with `X-Merge: fields`: `{"document": …, "times": {…}}` with the
+    /// document's tag (its `If-Match` for the next write) and `X-Merge:
+    /// fields`, which tells this answer from an older box's plain one (an
+    /// older box ignores the request header). A times file that
+    /// was not usable is logged; the answer then has whole-document times.
+    private func getWithTimes(_ key: UserKey, ifNoneMatch: TagCondition?) throws -> CGIResponse {
+        guard let timed = try store.readWithTimes(key) else { throw SettingsError.nothingStored }
+        if let problem = timed.problem { log(problem) }
+        let etag = timed.stored.etag
+        if ifNoneMatch?.names(etag) == true {
+            return CGIResponse(status: .notModified, header: HTTPHeader.etag.name, etag.text)
+        }
+        guard let document = timed.stored.document else {
+            throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
+        }
+        let answer = JSONObject(uniqueMembers: [JSONMember("document", document), JSONMember("times", timed.times.json)])
+        return .json(.ok, .object(answer), headers: [
+            .init(HTTPHeader.etag.name, etag.text), .init(HTTPHeader.merge.name, Self.mergeFields),
+        ])
+    }
+
+    /// True for `X-Merge: fields`, false without `X-Merge`; any other value is a 400.
+    private static func mergesFields(_ request: CGIRequest) throws(RequestError) -> Bool {
+        guard let value = request.header(HTTPHeader.merge) else { return false }
+        guard Substring(value).trimmingSpaces().lowercased() == mergeFields else { throw .unknownMerge(value) }
+        return true
+    }
+
+    /// A PUT or DELETE with `X-Merge` is a 400: it would not do what it asks.
+    private static func refuseMerge(_ request: CGIRequest) throws(RequestError) {
+        if request.header(HTTPHeader.merge) != nil { throw .mergeNotForMethod(request.method) }
+    }
+
+    /// `X-Merge-Kept`: the names, `, `-separated, each as it is when made of
+    /// letters, digits, `_`, `.` and `-`, else as a JSON string (quoted,
+    /// with `\uXXXX` escapes: nothing a header cannot carry). `nil` when
+    /// none; past `keptHeaderLimit`, the names that fit and then `*`.
+    package static func keptHeader(_ names: [String]) -> String? {
+        guard !names.isEmpty else { return nil }
+        var out: [UInt8] = []
+        for name in names {
+            var item: [UInt8] = []
+            let bare = !name.isEmpty && name.utf8.allSatisfy { byte in
+                ASCII.isDigit(byte) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
+                    || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+            }
+            if bare { item = Array(name.utf8) } else { JSONPrinter.writeString(name, into: &item) }
+            let separator = out.isEmpty ? 0 : 2
+            if out.count + separator + item.count + 3 > keptHeaderLimit {
+                out += Array((out.isEmpty ? "*" : ", *").utf8)
+                break
+            }
+            if separator > 0 { out += [UInt8(ascii: ","), UInt8(ascii: " ")] }
+            out += item
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// 200 with the stored document and its tag.

@@ -45,8 +45,9 @@ package struct JSONObject: Equatable, Sendable {
         }
     }
 
-    /// An object from members whose keys the caller knows to be unique.
-    init(uniqueMembers: [JSONMember]) {
+    /// An object from members whose keys the caller knows to be unique
+    /// (built in one pass, where `init(_:)` looks each key up).
+    package init(uniqueMembers: [JSONMember]) {
         members = uniqueMembers
     }
 

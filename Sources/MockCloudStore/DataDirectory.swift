@@ -3,14 +3,19 @@ import MockCloudWire
 
 /// The stored documents of a data directory, as the admin tool walks them.
 package enum DataDirectory {
-    /// The documents under `root`, in a stable order; temporary files and
-    /// sidecars are skipped.
+    /// The documents under `root`, in a stable order, with the member times
+    /// beside settings (signed like them); temporary files and sidecars are
+    /// skipped.
     package static func documents(root: String, integrity: Integrity) throws -> [StoredDocument] {
         var found: [StoredDocument] = []
         let settings = SettingsStore(root: root, integrity: integrity)
-        for name in try entries(settings.directory) where name.hasSuffix(".json") {
-            guard let key = UserKey(String(name.dropLast(5))) else { continue }
-            found.append(StoredDocument(folder: settings.folder, name: name, place: DocumentPlace(route: SettingsStore.route, key: key)))
+        let times = ".json" + SettingsStore.timesSuffix
+        for name in try entries(settings.directory) {
+            if name.hasSuffix(".json"), let key = UserKey(String(name.dropLast(5))) {
+                found.append(StoredDocument(folder: settings.folder, name: name, place: DocumentPlace(route: SettingsStore.route, key: key)))
+            } else if name.hasSuffix(times), let key = UserKey(String(name.dropLast(times.count))) {
+                found.append(StoredDocument(folder: settings.folder, name: name, place: SettingsStore.timesPlace(key)))
+            }
         }
         for keyName in try entries(Sys.path(root, "/", InboxStore.route.name)) {
             guard let key = UserKey(keyName) else { continue }

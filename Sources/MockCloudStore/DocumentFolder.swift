@@ -73,7 +73,7 @@ package struct DocumentFolder: Sendable {
         var finalNames: [String] = []
         for document in documents {
             guard let final = try stage(document.bytes, as: document.name, at: document.place,
-                                        replacing: document.previous, into: &batch)
+                                        replacing: document.previous, visible: document.visible, into: &batch)
             else { continue }
             finalNames.append(Sys.path(document.name, Self.sidecarSuffix))
             finalSidecars.append(final)
@@ -93,20 +93,22 @@ package struct DocumentFolder: Sendable {
     /// Stages a document (after its sidecar, signed; after removing a stale
     /// sidecar, unsigned) and returns the sidecar that keeps the new MAC
     /// alone, to be written once the batch is in place (`nil`: none needed).
+    /// A document that is not `visible` changes nothing a reader sees when
+    /// it is renamed into place (see `DocumentWrite.visible`).
     private func stage(
         _ bytes: [UInt8], as name: String, at place: DocumentPlace, replacing previous: [UInt8]?,
-        into batch: inout AtomicBatch
+        visible: Bool = true, into batch: inout AtomicBatch
     ) throws -> [UInt8]? {
         let sidecarName = Sys.path(name, Self.sidecarSuffix)
         guard let sidecar = integrity.sidecar(for: bytes, at: place, alsoValid: previous.map { [$0] } ?? []) else {
             // Signing is off: nothing reads a sidecar, so removing it is no change.
             _ = try AtomicFile.remove(sidecarName, in: directory, durably: false)
-            try batch.stage(bytes, as: name)
+            try batch.stage(bytes, as: name, visible: visible)
             return nil
         }
         // It accepts the old document and the new one alike: no reader sees it change.
         try batch.stage(sidecar, as: sidecarName, visible: false)
-        try batch.stage(bytes, as: name)
+        try batch.stage(bytes, as: name, visible: visible)
         return previous == nil ? nil : integrity.sidecar(for: bytes, at: place)
     }
 
@@ -129,11 +131,17 @@ package struct DocumentWrite {
     package var bytes: [UInt8]
     package var place: DocumentPlace
     package var previous: [UInt8]?
+    /// False for a file whose new bytes a reader cannot tell from the old
+    /// ones until a later document of the batch is in place (member times
+    /// that still hold the times of the settings they replace): a failure
+    /// before that later rename then changed nothing.
+    package var visible: Bool
 
-    package init(name: String, bytes: [UInt8], place: DocumentPlace, previous: [UInt8]?) {
+    package init(name: String, bytes: [UInt8], place: DocumentPlace, previous: [UInt8]?, visible: Bool = true) {
         self.name = name
         self.bytes = bytes
         self.place = place
         self.previous = previous
+        self.visible = visible
     }
 }

@@ -27,13 +27,14 @@ package struct Integrity: Sendable {
 
     static let header = Array("mockcloud-hmac-sha256 1".utf8)
 
-    /// The MAC's message: the header, the route, the user key, the id and
-    /// the bytes, separated by NUL bytes.
+    /// The MAC's message: the header, the route (with what the file holds,
+    /// when it is not the document), the user key, the id and the bytes,
+    /// separated by NUL bytes.
     private func feed(_ stream: inout SHA256Stream, _ bytes: [UInt8], _ place: DocumentPlace) {
         withUnsafeBytes(of: UInt8(0)) { separator in
             stream.update(Self.header)
             stream.update(separator)
-            stream.update(place.route.name)
+            stream.update(place.domain)
             stream.update(separator)
             stream.update(place.key.rawValue)
             stream.update(separator)

@@ -50,4 +50,36 @@ package enum SettingsError: Error {
     case storedDocumentNotAnObject(file: String)
     /// Python's indented layout of a deeply nested body can be many times its size.
     case storedFormTooLarge(size: Int, limit: Int)
+    /// A per-field patch without `updatedAt`, the time of its edits.
+    case editTimeMissing
+    /// A per-field patch whose `updatedAt` is no time stamp (its JSON text).
+    case editTimeUnreadable(String)
+    /// The member times of a per-field write would pass their file's limit.
+    case memberTimesTooLarge(size: Int, limit: Int)
+}
+
+/// Stored settings with the time of each top-level member (docs/API.md §3).
+package struct TimedSettings: Sendable {
+    package let stored: StoredSettings
+    package let times: MemberTimes
+    /// Why the member-times file was not used, for the server log; `nil`
+    /// when it was, or when there is none (a plain write's document).
+    package let problem: String?
+
+    init(_ stored: StoredSettings, _ times: MemberTimes, problem: String? = nil) {
+        self.stored = stored
+        self.times = times
+        self.problem = problem
+    }
+}
+
+/// What a per-field merge stored and which members kept their stored value.
+package struct FieldMerge: Sendable {
+    /// The document now stored (the one that was, when nothing changed).
+    package let stored: StoredSettings
+    /// The patch's members whose stored value won, in the patch's order.
+    package let kept: [String]
+    /// What was wrong with the member-times file the merge read, for the
+    /// server log; the merge then used whole-document times.
+    package let problem: String?
 }

@@ -67,6 +67,8 @@ public enum SyncCommand {
                 return try await SettingsCommand.write(client, file: file, patch: false, ifMatch: options.ifMatch, &output)
             case .settingsPatch(let file):
                 return try await SettingsCommand.write(client, file: file, patch: true, ifMatch: options.ifMatch, &output)
+            case .settingsMerge(let file, let editedAt):
+                return try await SettingsCommand.merge(client, file: file, editedAt: editedAt, &output)
             }
         } catch let error as ClientError {
             output.error(error.description)

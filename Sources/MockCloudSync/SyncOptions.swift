@@ -1,3 +1,4 @@
+import Foundation
 import MockCloudClient
 import MockCloudWire
 
@@ -9,6 +10,8 @@ struct SyncOptions {
         case settingsGet
         case settingsPut(file: String)
         case settingsPatch(file: String)
+        /// A per-field merge of the members in `file`, edited at `editedAt`.
+        case settingsMerge(file: String, editedAt: Date)
     }
 
     var command: Command
@@ -33,9 +36,13 @@ struct SyncOptions {
                mockcloud-sync settings get
                mockcloud-sync settings put FILE   [--if-match ETAG]
                mockcloud-sync settings patch FILE [--if-match ETAG]
+               mockcloud-sync settings merge FILE --edited-at TIME
         options: --url https://BOX:8443 --ca CA.crt [--ca-sha256 HEX] --user-key KEY
                  [--device-id ID] [--token TOKEN] [--json]
-        exit: 0 done; 1 not everything was stored (409, 412, a refused item);
+        merge: FILE holds the members edited at TIME (2026-05-18T10:01:00Z), each merged
+               by its own time: a member edited later on the box keeps the box's value
+        exit: 0 done; 1 not everything was stored (409, 412, a refused item, a member
+              the box kept on a merge);
               2 usage; 3 a local file; 4 the server's certificate was not trusted;
               5 the server was unavailable after every retry; 6 the server refused
               the request; 7 an answer that was not understood
@@ -46,7 +53,9 @@ struct SyncOptions {
         var positional: [String] = []
         var values: [String: String] = [:]
         var flags: Set<String> = []
-        let valued: Set<String> = ["--url", "--ca", "--ca-sha256", "--token", "--user-key", "--device-id", "--if-match"]
+        let valued: Set<String> = [
+            "--url", "--ca", "--ca-sha256", "--token", "--user-key", "--device-id", "--if-match", "--edited-at",
+        ]
         let boolean: Set<String> = ["--json", "--delete", "--exclude-own", "--follow"]
         var index = 0
         while index < arguments.count {
@@ -76,6 +85,17 @@ struct SyncOptions {
         case ("settings", 2) where positional[1] == "get": command = .settingsGet
         case ("settings", 3) where positional[1] == "put": command = .settingsPut(file: positional[2])
         case ("settings", 3) where positional[1] == "patch": command = .settingsPatch(file: positional[2])
+        case ("settings", 3) where positional[1] == "merge":
+            guard let text = values["--edited-at"] else {
+                throw UsageError("settings merge needs --edited-at TIME: when the members in the file were edited")
+            }
+            guard let micros = Timestamp.parse(text) else {
+                throw UsageError("--edited-at \(text) is not a time stamp such as 2026-05-18T10:01:00Z or 20260518T100100Z")
+            }
+            guard values["--if-match"] == nil else {
+                throw UsageError("--if-match does not apply to settings merge: each member is merged by its own time")
+            }
+            command = .settingsMerge(file: positional[2], editedAt: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
         default: throw UsageError(positional.isEmpty ? "no command" : "unknown command: \(positional.joined(separator: " "))")
         }
         guard let url = values["--url"], url.hasPrefix("https://") else {
@@ -104,6 +124,9 @@ struct SyncOptions {
             guard case .pull = command else { throw UsageError("--follow is for pull") }
         }
         ifMatch = values["--if-match"]
+        if values["--edited-at"] != nil {
+            guard case .settingsMerge = command else { throw UsageError("--edited-at applies to settings merge only") }
+        }
     }
 }
 

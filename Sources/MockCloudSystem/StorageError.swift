@@ -43,38 +43,3 @@ package struct StorageError: Error, Equatable, CustomStringConvertible {
             + " (a symbolic link where the service keeps its own files: refused, never followed; remove it)"
     }
 }
-
-/// A change refused before it began because the data directory's file
-/// system has less free space than the configured floor.
-package struct FreeSpaceError: Error, Equatable, CustomStringConvertible {
-    /// Bytes an unprivileged writer may still use there.
-    package let available: Int64
-    /// The floor (`MOCKCLOUD_MIN_FREE_MB`), in bytes.
-    package let floor: Int64
-
-    package init(available: Int64, floor: Int64) {
-        self.available = available
-        self.floor = floor
-    }
-
-    /// For the server log.
-    package var description: String {
-        "refused a write: \(available) bytes free on the data directory's file system, below"
-            + " MOCKCLOUD_MIN_FREE_MB (\(floor) bytes); free some space or lower the floor"
-    }
-}
-
-extension FreeSpaceError {
-    /// 64 MiB: room for nginx to spool eight 8 MiB bulk bodies at once
-    /// beside the box's logs and package updates, on a card of a few GiB.
-    package static let defaultFloor: Int64 = 64 << 20
-
-    /// Throws when the file system holding `path` has less than `floor`
-    /// bytes free for unprivileged writers (a floor of 0 checks nothing).
-    /// When the free space cannot be read, the write goes on and reports
-    /// its own failure.
-    package static func check(_ path: String, floor: Int64) throws {
-        guard floor > 0, let available = try? Sys.availableBytes(of: path), available < floor else { return }
-        throw FreeSpaceError(available: available, floor: floor)
-    }
-}

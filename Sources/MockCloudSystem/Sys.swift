@@ -278,13 +278,14 @@ package enum Sys {
         }
     }
 
-    /// Bytes an unprivileged writer may still use on the file system that
-    /// holds `path` (`statvfs(3)`, one `statfs(2)`: free blocks less the
-    /// root reserve).
-    package static func availableBytes(of path: String) throws -> Int64 {
+    /// The size of the file system that holds `path` and what an
+    /// unprivileged writer may still use there (`statvfs(3)`, one
+    /// `statfs(2)`: free blocks less the root reserve), in bytes.
+    package static func space(of path: String) throws -> FileSystemSpace {
         var info = statvfs()
         _ = try path.withCString { cPath in try retrying("statvfs", path) { statvfs(cPath, &info) } }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        return FileSystemSpace(
+            size: Int64(info.f_blocks) * Int64(info.f_frsize), available: Int64(info.f_bavail) * Int64(info.f_frsize))
     }
 
     /// `flock(2)` without waiting: false when another process holds a

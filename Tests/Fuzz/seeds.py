@@ -139,6 +139,20 @@ cgi_seeds = {
     "settings-tokens": seq(settings("GET", extra=[("FUZZ_TOKENS", "1")]),
                            settings("GET", extra=[("FUZZ_TOKENS", "1"), ("HTTP_AUTHORIZATION", "Bearer wrong")]),
                            settings("GET", extra=[("FUZZ_TOKENS", "1"), ("HTTP_AUTHORIZATION", "bearer  fuzz-token ")])),
+    "settings-per-field": seq(
+        settings("PUT", body=DOC),
+        settings("PATCH", body='{"theme": "light", "n": null, "updatedAt": "2026-05-18T04:43:04.095Z"}',
+                 extra=[("CONTENT_TYPE", "application/merge-patch+json"), ("HTTP_X_MERGE", "fields"),
+                        ("HTTP_X_DEVICE_ID", "phone-a")]),
+        settings("PATCH", body='{"theme": "dark", "updatedAt": "20260518T044303Z"}',
+                 extra=[("CONTENT_TYPE", "application/merge-patch+json"), ("HTTP_X_MERGE", "fields")]),
+        settings("GET", extra=[("HTTP_X_MERGE", "fields")]),
+        settings("PATCH", body='{"a": 1}', extra=[("CONTENT_TYPE", "application/merge-patch+json"), ("HTTP_X_MERGE", "x")])),
+    "settings-per-field-signed": seq(
+        settings("PATCH", body='{"a": {"b": null}, "updatedAt": "2026-05-18T04:43:04Z"}',
+                 extra=[("CONTENT_TYPE", "application/merge-patch+json"), ("HTTP_X_MERGE", "fields"), ("FUZZ_SIGNED", "1")]),
+        settings("GET", extra=[("HTTP_X_MERGE", "fields"), ("FUZZ_SIGNED", "1")]),
+        settings("PUT", body="{}", extra=[("HTTP_X_MERGE", "fields"), ("FUZZ_SIGNED", "1")])),
     "not-found": request([("REQUEST_METHOD", "GET"), ("DOCUMENT_URI", "/other"), ("HTTP_X_USER_KEY", "alice")]),
     "inbox-put-get-feed": seq(
         inbox("PUT", "/inbox/nm-1234-weight", body='{"kg": 72.5}', extra=[("HTTP_X_SYNC_VERSION", "1"), ("HTTP_X_DEVICE_ID", "mirror-1")]),
@@ -269,6 +283,6 @@ write_dict("cgi", ["REQUEST_METHOD=", "GET", "HEAD", "PUT", "PATCH", "DELETE", "
                    "HTTP_X_SYNC_VERSION=", "HTTP_X_DEVICE_ID=", "CONTENT_TYPE=", "application/merge-patch+json",
                    "CONTENT_LENGTH=", "FUZZ_SIGNED=1", "FUZZ_TOKENS=1", "HTTP_AUTHORIZATION=", "Bearer fuzz-token", "FUZZ_LIMIT=", "FUZZ_CLOCK=", "MOCKCLOUD_HMAC_REQUIRE=1",
                    "MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=1", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=0",
-                   "MOCKCLOUD_INBOX_MAX_MESSAGES=1", '"updatedAt"', "W/", "*", "\n\n", "\x00", "%2F", "%00", "null"])
+                   "MOCKCLOUD_INBOX_MAX_MESSAGES=1", "HTTP_X_MERGE=", "fields", '"updatedAt"', "W/", "*", "\n\n", "\x00", "%2F", "%00", "null"])
 write_dict("timestamp", ["T", "Z", "+", "-", ":", ".", ",", "0000", "9999", "1231", "0229", "2359", "59", "+23:59", "-2359"])
 write_dict("changelog", [formats.MAGIC, " P ", " D ", "00000000000000000001", "0000000000", "9223372036854775807"])

@@ -56,6 +56,51 @@ import Testing
         #expect(AdminCommand.run(["verify", "--keys", keys, data], environment: [:]).status == 0)
     }
 
+    @Test func memberTimesAreVerifiedSignedAndRotatedWithTheDocuments() throws {
+        let dir = try TemporaryDirectory()
+        let data = dir.path + "/data"
+        let merge = { (route: SettingsRoute, body: String) in
+            _ = try route.respond(to: CGIRequest(
+                method: "PATCH", path: "/user/settings",
+                headers: ["X-User-Key": "u1", "X-Merge": "fields"],
+                contentType: "application/merge-patch+json", body: SigningFixture.bytes(body)))
+        }
+        // Written while signing was off: a legacy document and legacy times.
+        try merge(SettingsRoute(dataRoot: data, clock: { 0 }), #"{"a": 1, "updatedAt": "2026-05-18T10:00:00Z"}"#)
+        let keys = dir.path + "/keys"
+        try writeKeys(keys, "k1:\(SigningFixture.hexSecret)\n")
+        #expect(AdminCommand.run(["verify", "--keys", keys, data], environment: [:]).output
+            == ["checked 2 documents: 0 signed, 2 unsigned, 0 bad"])
+        #expect(AdminCommand.run(["sign", "--keys", keys, data], environment: [:]).output
+            == ["signed 2 documents with key k1; 0 already were; 0 bad"])
+        #expect(FileManager.default.fileExists(atPath: data + "/user_settings/u1.json.times.mac"))
+        #expect(AdminCommand.run(["verify", "--require", "--keys", keys, data], environment: [:]).status == 0)
+
+        try writeKeys(keys, "k2:\(SigningFixture.base64Secret)\nk1:\(SigningFixture.hexSecret)\n")
+        #expect(AdminCommand.run(["rotate", "--keys", keys, data], environment: [:]).output
+            == ["re-signed 2 documents with key k2; 0 already were; 0 bad"])
+        let integrity = try ServiceConfig.integrity(["MOCKCLOUD_HMAC_KEYS": keys])
+        try merge(SettingsRoute(dataRoot: data, integrity: integrity, clock: { 0 }), #"{"b": 2, "updatedAt": "2026-05-18T10:01:00Z"}"#)
+        try writeKeys(keys, "k2:\(SigningFixture.base64Secret)\n")
+        #expect(AdminCommand.run(["verify", "--require", "--keys", keys, data], environment: [:]).output
+            == ["checked 2 documents: 2 signed, 0 unsigned, 0 bad"])
+
+        let times = data + "/user_settings/u1.json.times"
+        let text = try String(contentsOfFile: times, encoding: .utf8)
+        try Data(text.replacingOccurrences(of: "20260518T100100", with: "20990101T000000").utf8).write(to: URL(fileURLWithPath: times))
+        let tampered = AdminCommand.run(["verify", "--keys", keys, data], environment: [:])
+        #expect(tampered.status == 1)
+        #expect(tampered.errors.count == 1)
+        #expect(tampered.errors.first?.hasPrefix("BAD \(times): MAC does not match") == true)
+    }
+
+    @Test(arguments: ["yes", "true", "0"])
+    func requireOtherThanOneIsRefusedSayingWhat(_ value: String) {
+        let result = AdminCommand.run(["verify", "/tmp"], environment: ["MOCKCLOUD_HMAC_REQUIRE": value])
+        #expect(result.status == 2)
+        #expect(result.errors == ["mockcloud-admin: MOCKCLOUD_HMAC_REQUIRE=\(value) is not accepted: set it to 1 to refuse unsigned documents, or leave it unset"])
+    }
+
     @Test func theAdminToolExplainsItsUsage() {
         let result = AdminCommand.run(["frobnicate"], environment: [:])
         #expect(result.status == 2)

@@ -20,10 +20,13 @@ struct SettingsServer {
 
     let data: TemporaryDirectory
     let route: SettingsRoute
+    /// What the route wrote to the server log.
+    let log = LogLines()
 
-    init() throws {
+    init(integrity: Integrity = .off) throws {
         data = try TemporaryDirectory()
-        route = SettingsRoute(dataRoot: data.path, clock: { SettingsServer.now })
+        let log = self.log
+        route = SettingsRoute(dataRoot: data.path, integrity: integrity, clock: { SettingsServer.now }, log: { log.append($0) })
     }
 
     @discardableResult
@@ -60,4 +63,13 @@ struct SettingsServer {
     func storeByHand(_ text: String) throws {
         try data.write(text, to: "user_settings/u1.json")
     }
+}
+
+/// Lines a route sent to the server log, in order.
+final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+
+    func append(_ line: String) { lock.withLock { stored.append(line) } }
+    var lines: [String] { lock.withLock { stored } }
 }

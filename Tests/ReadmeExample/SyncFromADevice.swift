@@ -1,3 +1,4 @@
+import Foundation
 import MockCloudClient
 
 /// The app's own store of the mirror's scans, with the feed anchor kept in
@@ -27,9 +28,11 @@ struct Sample {
 }
 
 /// At launch: settings reconciled, new samples up, the mirror's scans down.
+/// `editedSettings`: the settings members changed on the phone since the
+/// last launch, each with the time of its change.
 func syncWithTheBox(
-    caPEM: [UInt8], caSHA256: String, settings: JSONText?, samples: [Sample], deletedSamples: [String],
-    scans: ScanStore
+    caPEM: [UInt8], caSHA256: String, settings: JSONText?, editedSettings: [String: Date], samples: [Sample],
+    deletedSamples: [String], scans: ScanStore
 ) async throws -> SettingsReconciliation {
     let trust = try TrustAnchor(pem: caPEM, from: "mockcloud-ca.crt", expectedSHA256: caSHA256)
     #if canImport(Darwin)
@@ -41,11 +44,14 @@ func syncWithTheBox(
         configuration: ClientConfiguration(userKey: UserKey("u1")!, deviceID: DeviceID("iphone-1")),
         transport: transport)
 
-    // 1. Settings: which of the four cases it was says what to do locally.
-    let reconciled = try await client.reconcileSettings(local: settings)
+    // 1. Settings: which case it was says what to do locally. Per field when
+    //    the box keeps member times: an edit made on another phone meanwhile
+    //    (of another member) is kept, and so is this phone's.
+    let reconciled = try await client.reconcileSettings(local: settings, editedFields: editedSettings)
     switch reconciled {
     case .boxIsNewer(let stored): _ = stored.document  // apply the box's document locally
-    case .unreachable: break  // keep the local copy; try again later
+    case .mergedPerField(let stored, _): _ = stored.document  // apply it: both phones' edits are in it
+    case .unreachable: break  // keep the local copy and the edits; try again later
     case .createdOnBox, .pushedLocal, .inSync: break  // the box holds what the phone holds
     }
 

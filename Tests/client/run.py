@@ -11,7 +11,8 @@ local CA (no -k anywhere, this suite's own reads included):
   one over 256 KiB refused, the per-address limits on);
 - a 410 forced by compaction (tombstone horizon 0) and one by a restore
   from backup (mockcloud-admin backup / restore);
-- a 409 and a 412 on settings;
+- a 409 and a 412 on settings; a per-field merge (`settings merge`) of two
+  phones' offline edits;
 - trust: the system's CAs, a wrong pin, and a CA file with another box's
   CA appended are refused, that other box never reached.
 
@@ -310,6 +311,36 @@ def main():
                      else [f"put {s1} {put}", f"older {s2} {conflict}", f"stale {s3} {stale}", f"get {s4} {got}"])
         s5, _, err = sync(box, "settings", "get", key="settings-none")
         checks.check("settings get with nothing stored exits 6", [] if s5 == 6 else [f"exit {s5}: {err}"])
+
+        # 7. Settings per field: two phones edit different members offline;
+        #    both edits survive, in the order the README tells.
+        for name, text in (("base", '{"weightCalibrationFactor": 1.0, "unitSystem": "metric", "heightCm": 175, '
+                                    '"updatedAt": "2026-05-18T10:00:00Z"}'),
+                           ("a", '{"weightCalibrationFactor": 0.999}'), ("b", '{"unitSystem": "imperial"}'),
+                           ("late", '{"unitSystem": "metric", "heightCm": 180}')):
+            with open(os.path.join(files, name + ".json"), "w") as f:
+                f.write(text)
+        m0, _, e0 = sync(box, "settings", "put", os.path.join(files, "base.json"), key="fields")
+        m1, b, e1 = sync(box, "settings", "merge", os.path.join(files, "b.json"), "--edited-at", "2026-05-18T10:05:00Z",
+                         key="fields", device="phone-b")
+        m2, a, e2 = sync(box, "settings", "merge", os.path.join(files, "a.json"), "--edited-at", "2026-05-18T10:01:00Z",
+                         key="fields", device="phone-a")
+        want = {"weightCalibrationFactor": 0.999, "unitSystem": "imperial", "heightCm": 175,
+                "updatedAt": "20260518T100500.000000Z"}
+        got_doc = {k: v for k, v in a.get("document", {}).items() if k != "serverReceivedAt"}
+        checks.check("settings merge --edited-at: two phones' offline edits of different members both survive (exit 0)",
+                     [] if (m0, m1, m2) == (0, 0, 0) and got_doc == want and a.get("kept") == [] and a.get("status") == "merged"
+                     else [f"put {m0} {e0[-200:]}", f"b {m1} {b} {e1[-200:]}", f"a {m2} {a} {e2[-200:]}"])
+        m3, late, e3 = sync(box, "settings", "merge", os.path.join(files, "late.json"), "--edited-at", "2026-05-18T10:03:00Z",
+                            key="fields", device="phone-a")
+        checks.check("a late merge of a member edited since names it as kept and exits 1; its other member lands",
+                     [] if m3 == 1 and late.get("kept") == ["unitSystem"] and late["document"]["unitSystem"] == "imperial"
+                     and late["document"]["heightCm"] == 180 else [f"exit {m3}: {late} {e3[-300:]}"])
+        m4, _, e4 = sync(box, "settings", "merge", os.path.join(files, "a.json"), key="fields")
+        m5, _, e5 = sync(box, "settings", "merge", os.path.join(files, "a.json"), "--edited-at", "soon", key="fields")
+        checks.check("settings merge without --edited-at, or with one that is no time, is a usage error (exit 2)",
+                     [] if m4 == 2 and "--edited-at" in e4 and m5 == 2 and "not a time stamp" in e5
+                     else [f"without: {m4} {e4[-200:]}", f"bad: {m5} {e5[-200:]}"])
 
         # Trust: the system's CAs are not the box's CA.
         proc = subprocess.run([TOOL, "settings", "get", "--url", box.url, "--ca", "/etc/ssl/certs/ca-certificates.crt",

@@ -14,7 +14,8 @@ body on stdin, the answer parsed from stdout), not through nginx: the faults
 are in the program.
 
 For every scenario (settings PUT new and replace, PATCH, DELETE, a key's
-first settings write; inbox PUT new and replace, DELETE, POST /inbox, a bulk
+first settings write, a per-field PATCH over member times and a first one,
+a PUT and a DELETE over member times; inbox PUT new and replace, DELETE, POST /inbox, a bulk
 of new, replaced and deleted items, a key's first inbox write, a write that
 triggers compaction), each unsigned and signed (MOCKCLOUD_HMAC_KEYS), it
 counts each storage system call in the unfaulted request, then for every
@@ -27,7 +28,9 @@ fault, checks, retries the same request unfaulted, and checks again:
                version and seq; feed seqs and ids are unique; a tombstone
                answers 404 and is listed in `deleted`; no stored item answers
                5xx (signed: no false integrity 500); settings GET answers 200
-               with an ETag or 404.
+               with an ETag or 404, and GET with X-Merge: fields the same
+               document with its member times (which count as the settings'
+               state in every check below).
   truthful     2xx: the whole change is visible. 4xx and a 5xx saying
                "changed": "no": nothing changed (every GET and the full feed
                as before: ids, versions, bodies, seqs). "yes": the whole change
@@ -183,6 +186,12 @@ def settings_put(doc, key=KEY):
     return Request("user-settings", "PUT", "/user/settings", {"X-User-Key": key}, doc)
 
 
+def settings_fields(patch, device):
+    """A per-field PATCH (X-Merge: fields): its members edited at its updatedAt."""
+    return Request("user-settings", "PATCH", "/user/settings",
+                   {"Content-Type": "application/merge-patch+json", "X-Merge": "fields", "X-Device-Id": device}, patch)
+
+
 SEEDS = {
     "empty": [],
     "base": [
@@ -190,6 +199,11 @@ SEEDS = {
         settings_put({"updatedAt": "2026-01-01T00:00:00Z", "other": True}, key="bystander"),
         put("m1", 1, {"kg": 71.3}), put("m2", 1, {"kg": 70.1}), put("m3", 1, {"kg": 69.9}),
         put("d1", 1, {"kg": 1}), Request("inbox", "DELETE", "/inbox/d1"),
+    ],
+    # Settings merged per field once: a member-times file beside the document.
+    "timed": [
+        settings_put({"updatedAt": "2026-01-01T00:00:00Z", "units": "metric", "nested": {"a": 1}, "height": 175}),
+        settings_fields({"updatedAt": "2026-01-02T00:00:00Z", "height": 176}, "phone-a"),
     ],
     # Five records, two of them superseded, and a tombstone that horizon 0
     # makes expired: the next write crosses MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=4.
@@ -232,6 +246,16 @@ SCENARIOS = [
              Request("user-settings", "PATCH", "/user/settings", {"Content-Type": "application/merge-patch+json"},
                      {"updatedAt": "2026-02-01T00:00:00Z", "units": "imperial", "nested": {"b": 2}})),
     Scenario("settings DELETE", "settings", "base", Request("user-settings", "DELETE", "/user/settings")),
+    # The document and its member times are one change: "changed" speaks for both.
+    Scenario("settings PATCH per field", "settings", "timed",
+             settings_fields({"updatedAt": "2026-02-01T00:00:00Z", "units": "imperial", "nested": None, "new": 1},
+                             "phone-b")),
+    Scenario("settings PATCH per field first", "settings", "empty",
+             settings_fields({"updatedAt": "2026-02-01T00:00:00Z", "units": "metric", "gone": None}, "phone-b")),
+    Scenario("settings PUT over member times", "settings", "timed",
+             settings_put({"updatedAt": "2026-02-01T00:00:00Z", "units": "imperial"})),
+    Scenario("settings DELETE with member times", "settings", "timed",
+             Request("user-settings", "DELETE", "/user/settings")),
     Scenario("settings first write", "settings", "empty",
              settings_put({"updatedAt": "2026-02-01T00:00:00Z", "units": "metric"})),
     Scenario("inbox PUT new", "inbox", "base", put("m9", 1, {"kg": 65}), ids=["m9"]),
@@ -278,8 +302,22 @@ def observe(cgi_bin, scenario, data, env, ids):
                 if not re.match(r'^"[0-9a-f]{16}"$', headers.get("etag", "")):
                     problem("GET settings %s: 200 without a strong ETag (%r)" % (key, headers.get("etag")))
                 doc = json.loads(body)
+                # The member times belong to the change as much as the document.
+                t_status, _, t_body, t_whole, t_code = cgi_program.run(
+                    os.path.join(cgi_bin, "user-settings"), "GET", "/user/settings", data,
+                    {"X-User-Key": key, "X-Merge": "fields"}, extra=env)
+                times = None
+                if t_status == 200 and t_whole:
+                    timed = json.loads(t_body)
+                    times = timed["times"]
+                    if timed["document"] != doc:
+                        problem("GET settings %s with X-Merge: fields answers another document" % key)
+                else:
+                    problem("GET settings %s with X-Merge: fields answers %s %r (exit %s)" % (
+                        key, t_status, t_body[:160], t_code))
+                state.exact[key] = (status, body, headers.get("etag"), json.dumps(times, sort_keys=True))
                 doc.pop("serverReceivedAt", None)
-                state.visible[key] = json.dumps(doc)
+                state.visible[key] = json.dumps({"document": doc, "times": times}, sort_keys=True)
             elif status == 404 and whole:
                 state.visible[key] = None
             else:

@@ -19,6 +19,15 @@ expect 200 GET '/inbox?limit=1000' -H 'X-User-Key: hammer'
 old_anchor="$(field anchor)"
 expect 200 GET "/inbox?anchor=$old_anchor" -H 'X-User-Key: hammer'
 
+it "member times written per field are there to back up, signed"
+expect 200 PUT /user/settings -H 'X-User-Key: timed' -d '{"a": 1, "b": 2, "updatedAt": "2026-05-18T10:00:00Z"}'
+expect 200 PATCH /user/settings -H 'X-User-Key: timed' -H 'Content-Type: application/merge-patch+json' \
+    -H 'X-Merge: fields' -H 'X-Device-Id: phone-b' -d '{"b": 3, "updatedAt": "2026-05-18T10:05:00Z"}'
+expect 200 GET /user/settings -H 'X-User-Key: timed' -H 'X-Merge: fields'
+cp "$WORK/body" "$WORK/timed-before.json"
+[[ -s "$DATA/user_settings/timed.json.times" && -s "$DATA/user_settings/timed.json.times.mac" ]] ||
+    fail "no signed times file: $(ls "$DATA/user_settings")"
+
 it "backup while 8 writers hammer one inbox succeeds, with the writers still writing"
 rm -f "$WORK/hammer.stop"
 writers=()
@@ -95,3 +104,9 @@ for ((page = 0; page < 100; page++)); do
 done
 expect 410 GET "/inbox?anchor=$old_anchor" -H 'X-User-Key: hammer'
 expect 200 GET /user/settings -H 'X-User-Key: hammer-settings'
+
+it "the member times are restored with the document: the restored stack answers the same times, and they verify"
+[[ -s "$WORK/restored-data/user_settings/timed.json.times.mac" ]] || fail "the times were not backed up with their MAC"
+expect 200 GET /user/settings -H 'X-User-Key: timed' -H 'X-Merge: fields'
+cmp -s "$WORK/body" "$WORK/timed-before.json" || fail "times after the restore: $(cat "$WORK/body"), before: $(cat "$WORK/timed-before.json")"
+grep -q 'timed.json.times' "$RUN/logs/error.log" 2>/dev/null && fail "the restored times were logged as unusable"

@@ -60,6 +60,14 @@ it "a second start in a running stack's directory is refused, and stop twice is 
 grep -q 'already running' "$WORK/twice.out" || fail "message: $(cat "$WORK/twice.out")"
 MOCKCLOUD_RUN="$busy_run" "$LAUNCHER" stop || fail "stop of a stopped stack failed"
 
+it "MOCKCLOUD_HMAC_REQUIRE other than 1 is refused at start (true or yes would leave signatures optional)"
+for value in true yes 0; do
+    ! MOCKCLOUD_RUN="$WORK/req" MOCKCLOUD_HMAC_REQUIRE="$value" "$LAUNCHER" start >"$WORK/req.out" 2>&1 ||
+        { fail "start succeeded with MOCKCLOUD_HMAC_REQUIRE=$value"; MOCKCLOUD_RUN="$WORK/req" "$LAUNCHER" stop; }
+    grep -q "MOCKCLOUD_HMAC_REQUIRE must be 1 (refuse unsigned documents) or unset, not '$value'" "$WORK/req.out" ||
+        fail "message for $value: $(cat "$WORK/req.out")"
+done
+
 it "MOCKCLOUD_UPSTREAM with a path is refused (every path must reach the upstream unchanged)"
 ! MOCKCLOUD_RUN="$WORK/up" MOCKCLOUD_UPSTREAM=http://127.0.0.1:8000/api "$LAUNCHER" start >"$WORK/up.out" 2>&1 ||
     fail "start succeeded"
