@@ -32,16 +32,18 @@ public struct ChangePage: Sendable {
     public var anchorIsFinal: Bool { !isFullRead || !page.hasMore }
 }
 
-/// `changes(since:)`: pages until the feed is exhausted (`hasMore` false).
+/// `changes(since:)`: pages until the feed is exhausted (`hasMore` false),
+/// or, following, pages as changes commit until the task is cancelled.
 public struct ChangeFeed: AsyncSequence, Sendable {
     public typealias Element = ChangePage
     let client: MockCloudClient
     let anchor: Anchor?
     let pageSize: Int
     let excludeOwn: Bool
+    let follow: Bool
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(client: client, anchor: anchor, pageSize: pageSize, excludeOwn: excludeOwn)
+        Iterator(client: client, anchor: anchor, pageSize: pageSize, excludeOwn: excludeOwn, follow: follow)
     }
 
     public struct Iterator: AsyncIteratorProtocol {
@@ -49,7 +51,11 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         var anchor: Anchor?
         let pageSize: Int
         let excludeOwn: Bool
+        /// Once the feed is exhausted, wait for the next change instead of ending.
+        let follow: Bool
         var finished = false
+        /// Following, and every change so far handed out: the next request waits.
+        var caughtUp = false
         var fullRead: Bool
         var resyncPending = false
         /// What this sequence handed out: id → (version, seq).
@@ -57,11 +63,12 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         /// During a full read: the ids seen so far, live at the last look.
         var live: Set<MessageID> = []
 
-        init(client: MockCloudClient, anchor: Anchor?, pageSize: Int, excludeOwn: Bool) {
+        init(client: MockCloudClient, anchor: Anchor?, pageSize: Int, excludeOwn: Bool, follow: Bool) {
             self.client = client
             self.anchor = anchor
             self.pageSize = pageSize
             self.excludeOwn = excludeOwn
+            self.follow = follow
             fullRead = anchor == nil
         }
 
@@ -72,7 +79,15 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         public mutating func next() async throws -> ChangePage? {
             guard !finished else { return nil }
             var answer: FeedPage?
-            if let prefetch {
+            if caughtUp {
+                // Following: cancellation ends the sequence, not with an error.
+                do {
+                    answer = try await waitForChanges()
+                } catch ClientError.cancelled {
+                    finished = true
+                    return nil
+                }
+            } else if let prefetch {
                 answer = try await prefetch.value
                 self.prefetch = nil
             } else {
@@ -108,13 +123,49 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 if fullRead { live.remove(deletion.id) }
             }
             if !answer.hasMore {
-                finished = true
                 if fullRead { page.liveIDs = live }
+                if follow {
+                    caughtUp = true
+                    fullRead = false
+                } else {
+                    finished = true
+                }
             } else {
                 let (client, next, limit, exclude) = (client, answer.anchor, pageSize, excludeOwn && !fullRead)
                 prefetch = Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) }
             }
             return page
+        }
+
+        /// Following: waits (`?wait=`) from the anchor until an answer has
+        /// something to hand out, a change or an anchor moved past this
+        /// device's own writes; nil for a 410, which `next` handles like any
+        /// other. Throws `cancelled` once the task is cancelled.
+        /// The box unreachable after every retry (a long restart, the Wi-Fi
+        /// gone) is waited out and tried again, however long it lasts.
+        mutating func waitForChanges() async throws -> FeedPage? {
+            while true {
+                if Task.isCancelled { throw ClientError.cancelled }
+                let answer: FeedPage?
+                do {
+                    answer = try await client.feedPage(
+                        after: anchor, limit: pageSize, excludeOwn: excludeOwn, wait: client.configuration.waitSeconds)
+                } catch ClientError.unavailable {
+                    do {
+                        try await client.configuration.sleep(client.configuration.retry.maxDelay)
+                    } catch {
+                        throw ClientError.cancelled
+                    }
+                    continue
+                }
+                guard let page = answer else {
+                    caughtUp = false
+                    return nil
+                }
+                if page.messages.isEmpty, page.deleted.isEmpty, page.anchor == anchor { continue }
+                if page.hasMore { caughtUp = false }
+                return page
+            }
         }
     }
 }
@@ -126,14 +177,27 @@ extension MockCloudClient {
     /// never do. On a 410 it starts again from no anchor and says so
     /// (`FeedPage.startsResync`), never handing out the same id at the same
     /// version and seq twice.
-    public func changes(since anchor: Anchor?, pageSize: Int = WireLimits.feedPageSizes.upperBound, excludingOwnWrites: Bool = true) -> ChangeFeed {
+    ///
+    /// With `follow`, the sequence does not end when the feed is exhausted:
+    /// it waits for the next change (`GET /inbox?wait=`, for
+    /// `ClientConfiguration.waitSeconds` at a time) and hands it out as soon
+    /// as it commits, until the task is cancelled (which stops the waiting
+    /// request at once and ends the sequence). A broken connection or a
+    /// restart of the box is retried from the same anchor: nothing is missed
+    /// or handed out twice.
+    public func changes(
+        since anchor: Anchor?, pageSize: Int = WireLimits.feedPageSizes.upperBound, excludingOwnWrites: Bool = true,
+        follow: Bool = false
+    ) -> ChangeFeed {
         ChangeFeed(client: self, anchor: anchor, pageSize: min(max(pageSize, WireLimits.feedPageSizes.lowerBound), WireLimits.feedPageSizes.upperBound),
-                   excludeOwn: excludingOwnWrites && configuration.deviceID != nil)
+                   excludeOwn: excludingOwnWrites && configuration.deviceID != nil, follow: follow)
     }
 
-    /// One `GET /inbox` page; nil for 410.
-    func feedPage(after anchor: Anchor?, limit: Int, excludeOwn: Bool) async throws -> FeedPage? {
-        guard case .page(let page) = try await feedRead(after: anchor, limit: limit, excludeOwn: excludeOwn) else { return nil }
+    /// One `GET /inbox` page, held up to `wait` seconds for a change when
+    /// given; nil for 410.
+    func feedPage(after anchor: Anchor?, limit: Int, excludeOwn: Bool, wait: Int? = nil) async throws -> FeedPage? {
+        guard case .page(let page) = try await feedRead(after: anchor, limit: limit, excludeOwn: excludeOwn, wait: wait)
+        else { return nil }
         return page
     }
 
@@ -143,11 +207,12 @@ extension MockCloudClient {
         case gone(AnchorGone?)
     }
 
-    /// One `GET /inbox` page, or the 410's reason.
-    func feedRead(after anchor: Anchor?, limit: Int, excludeOwn: Bool) async throws -> FeedRead {
-        var target = "/inbox?limit=\(limit)"
-        if let anchor { target += "&anchor=" + anchor.rawValue }
-        if excludeOwn, let device = configuration.deviceID { target += "&exclude-source=" + device.rawValue }
+    /// One `GET /inbox` page (held up to `wait` seconds when given), or the 410's reason.
+    func feedRead(after anchor: Anchor?, limit: Int, excludeOwn: Bool, wait: Int? = nil) async throws -> FeedRead {
+        var target = "/inbox?\(QueryParameters.limit)=\(limit)"
+        if let anchor { target += "&\(QueryParameters.anchor)=" + anchor.rawValue }
+        if excludeOwn, let device = configuration.deviceID { target += "&\(QueryParameters.excludeSource)=" + device.rawValue }
+        if let wait { target += "&\(QueryParameters.wait)=\(wait)" }
         let response = try await exchange(HTTPRequest(method: "GET", target: target), .safe)
         if response.status == 410 { return .gone((try? Self.object(response))?["reason"]?.stringValue.flatMap(AnchorGone.init)) }
         guard response.status == 200 else { throw Self.refusal(response) }

@@ -36,13 +36,18 @@ public struct ClientConfiguration: Sendable {
     /// Bulk requests `upload` keeps in flight: with 2, the next request
     /// crosses the link while the server stores the one before.
     public var uploadsInFlight: Int
+    /// Seconds each waiting request of a follow (`changes(since:follow:)`,
+    /// `settingsUpdates(after:)`) asks the box to hold it for a change
+    /// (`WireLimits.waitSeconds`). Shorter costs more requests; longer keeps
+    /// the box's program waiting longer after the client gave up.
+    public var waitSeconds: Int
     /// How the client waits between attempts (tests pass one that records).
     /// It throws when the task is cancelled, which ends the retries.
     public var sleep: @Sendable (Double) async throws -> Void
 
     public init(
         userKey: UserKey, deviceID: DeviceID? = nil, token: String? = nil, retry: RetryPolicy = .standard,
-        limits: BulkLimits = .server, uploadsInFlight: Int = 2,
+        limits: BulkLimits = .server, uploadsInFlight: Int = 2, waitSeconds: Int = 30,
         sleep: @escaping @Sendable (Double) async throws -> Void = { seconds in
             try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
         }
@@ -53,6 +58,7 @@ public struct ClientConfiguration: Sendable {
         self.retry = retry
         self.limits = limits
         self.uploadsInFlight = max(1, uploadsInFlight)
+        self.waitSeconds = min(max(waitSeconds, WireLimits.waitSeconds.lowerBound), WireLimits.waitSeconds.upperBound)
         self.sleep = sleep
     }
 }

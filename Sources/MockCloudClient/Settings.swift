@@ -135,3 +135,82 @@ extension JSONText {
         }
     }
 }
+
+/// `settingsUpdates(after:)`: each new state of the user's settings as it
+/// is stored (nil: deleted), until the task is cancelled.
+public struct SettingsUpdates: AsyncSequence, Sendable {
+    public typealias Element = Settings?
+    let client: MockCloudClient
+    let known: Settings?
+
+    public func makeAsyncIterator() -> Iterator { Iterator(client: client, known: known) }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let client: MockCloudClient
+        /// What the caller holds: the last document handed out (nil: none).
+        var known: Settings?
+
+        /// The next state, different from the last: a document, or nil when
+        /// the settings were deleted. Ends (returns nil, not `.some(nil)`)
+        /// once the task is cancelled.
+        public mutating func next() async throws -> Settings?? {
+            while true {
+                if Task.isCancelled { return nil }
+                let response: HTTPResponse
+                do {
+                    response = try await client.waitForSettings(after: known?.etag)
+                } catch ClientError.cancelled {
+                    return nil
+                } catch ClientError.unavailable {
+                    // The box unreachable after every retry: wait it out, however long.
+                    do {
+                        try await client.configuration.sleep(client.configuration.retry.maxDelay)
+                    } catch {
+                        return nil
+                    }
+                    continue
+                }
+                switch response.status {
+                case 304: continue
+                case 404:
+                    guard known != nil else { continue }
+                    known = nil
+                    return .some(nil)
+                case 200:
+                    let settings = Settings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
+                    if let known, let tag = settings.etag, EntityTags.same(known.etag, tag) { continue }
+                    known = settings
+                    return .some(settings)
+                default:
+                    throw MockCloudClient.refusal(response)
+                }
+            }
+        }
+    }
+}
+
+extension MockCloudClient {
+    /// Each new state of the settings after `known` (what the caller holds;
+    /// nil: nothing), as soon as a write stores it: waiting requests
+    /// (`GET /user/settings?wait=` with `If-None-Match`, for
+    /// `ClientConfiguration.waitSeconds` at a time). A stored document that
+    /// differs from `known` is handed out at once; then every later one, and
+    /// nil when the settings are deleted. A write of this device's own is
+    /// handed out too (the document does not say who wrote it): compare its
+    /// `etag` with the one the write returned. Cancelling the task stops the
+    /// waiting request at once and ends the sequence; a broken connection or
+    /// a restart of the box is retried.
+    public func settingsUpdates(after known: Settings?) -> SettingsUpdates {
+        SettingsUpdates(client: self, known: known)
+    }
+
+    /// One waiting read. Holding nothing, it sends a tag no document has
+    /// (`""`): a stored document answers at once, and with nothing stored
+    /// the box waits for one (`*` would wait past a document, which `*`
+    /// names).
+    func waitForSettings(after etag: String?) async throws -> HTTPResponse {
+        let target = "/user/settings?\(QueryParameters.wait)=\(configuration.waitSeconds)"
+        return try await exchange(
+            HTTPRequest(method: "GET", target: target, headers: [("If-None-Match", etag ?? "\"\"")]), .safe)
+    }
+}

@@ -25,7 +25,8 @@ struct Output {
         progressShown = false
     }
 
-    /// The result: `fields` as one JSON object with `--json`, else `text`.
+    /// The result: `fields` as one JSON object with `--json`, else `text`
+    /// (also each change while following: a line each, as it happens).
     mutating func result(_ text: String, _ fields: [(String, JSONValue)]) {
         endProgress()
         if json {

@@ -11,10 +11,15 @@ import MockCloudSystem
 /// the anchor behind the files, and a page applied twice changes nothing.
 /// A full read (the first pull, or after a 410) saves its anchor only at its
 /// end, after removing the files of ids the server no longer holds.
+///
+/// With `follow`, once the folder is current it stays so: the pull waits
+/// for each change (`GET /inbox?wait=`) and applies it as it commits,
+/// printing one line per change (JSON with `--json`), until interrupted.
 struct Pull {
     let client: MockCloudClient
     let directory: String
     let excludeOwn: Bool
+    var follow = false
     static let recordName = ".mockcloud-sync-pulled"
     static let anchorName = ".mockcloud-sync-anchor"
 
@@ -28,7 +33,8 @@ struct Pull {
         let anchors = FileAnchorStore(directory: directory, name: Self.anchorName)
         var record = try folder.readState(Self.recordName)
         var written = 0, removed = 0, pages = 0, resynced = false
-        for try await page in client.changes(since: try anchors.load(), excludingOwnWrites: excludeOwn) {
+        var current = false  // following, and the folder caught up once
+        for try await page in client.changes(since: try anchors.load(), excludingOwnWrites: excludeOwn, follow: follow) {
             pages += 1
             if page.startsResync {
                 resynced = true
@@ -55,7 +61,22 @@ struct Pull {
             written += page.messages.count
             try folder.writeState(Self.recordName, record)
             if !page.isFullRead || !page.hasMore { try anchors.save(page.anchor) }
-            output.progress("pull: \(written) written, \(removed) removed (\(pages) pages)")
+            if current {
+                Self.show(page, &output)
+            } else {
+                output.progress("pull: \(written) written, \(removed) removed (\(pages) pages)")
+            }
+            if follow && !current && !page.hasMore {
+                current = true
+                output.result("pull: \(record.count) messages in \(directory); following (Ctrl-C stops)",
+                              [("command", .string("pull")), ("written", .int(written)), ("removed", .int(removed)),
+                               ("messages", .int(record.count)), ("resync", .bool(resynced)), ("following", .bool(true))])
+            }
+        }
+        if follow {
+            output.result("pull: stopped following; \(record.count) messages in \(directory)",
+                          [("command", .string("pull")), ("stopped", .bool(true)), ("messages", .int(record.count))])
+            return SyncCommand.done
         }
         output.result(
             "pull: \(written) written, \(removed) removed, \(record.count) messages in \(directory)"
@@ -63,5 +84,23 @@ struct Pull {
             [("command", .string("pull")), ("written", .int(written)), ("removed", .int(removed)),
              ("messages", .int(record.count)), ("resync", .bool(resynced))])
         return SyncCommand.done
+    }
+
+    /// One line per change of a page that came while following.
+    static func show(_ page: ChangePage, _ output: inout Output) {
+        if page.startsResync {
+            output.result("resync: the server could not answer from the saved anchor (410); the folder was read again",
+                        [("change", .string("resync")), ("messages", .int(page.liveIDs?.count ?? 0))])
+        }
+        for message in page.messages {
+            output.result("stored \(message.id.rawValue) (version \(message.version), seq \(message.seq)"
+                            + (message.source.map { ", from \($0)" } ?? "") + ")",
+                        [("change", .string("stored")), ("id", .string(message.id.rawValue)),
+                         ("version", .int(Int(message.version))), ("seq", .int(Int(message.seq)))])
+        }
+        for deletion in page.deleted {
+            output.result("deleted \(deletion.id.rawValue) (seq \(deletion.seq))",
+                        [("change", .string("deleted")), ("id", .string(deletion.id.rawValue)), ("seq", .int(Int(deletion.seq)))])
+        }
     }
 }

@@ -29,8 +29,16 @@ public enum SyncCommand {
     static let interrupted: Int32 = 130
 
     /// Runs the command line; returns the exit status. `environment` looks
-    /// a variable up (the token's, `MOCKCLOUD_SYNC_TOKEN`).
-    public static func main(_ arguments: [String], environment: (String) -> String?) async -> Int32 {
+    /// a variable up (the token's, `MOCKCLOUD_SYNC_TOKEN`). `pull --follow`
+    /// runs until SIGINT or SIGTERM, which end it cleanly.
+    public static func main(_ arguments: [String], environment: @escaping @Sendable (String) -> String?) async -> Int32 {
+        if case .run(let parsed)? = try? SyncOptions.tool.parse(arguments), parsed.isSet("--follow") {
+            return await cancellingOnInterrupt { await run(arguments, environment: environment) }
+        }
+        return await run(arguments, environment: environment)
+    }
+
+    static func run(_ arguments: [String], environment: (String) -> String?) async -> Int32 {
         let options: SyncOptions
         do {
             switch try SyncOptions.tool.parse(arguments) {
@@ -61,7 +69,8 @@ public enum SyncCommand {
                 return try await Push(client: client, directory: directory, deleteMissing: options.deleteMissing)
                     .run(&output)
             case .pull(let directory):
-                return try await Pull(client: client, directory: directory, excludeOwn: options.excludeOwn).run(&output)
+                return try await Pull(client: client, directory: directory, excludeOwn: options.excludeOwn,
+                                      follow: options.follow).run(&output)
             case .settingsGet:
                 return try await SettingsCommand.get(client, &output)
             case .settingsPut(let file):

@@ -33,6 +33,8 @@ struct SyncOptions {
     var deleteMissing: Bool
     /// pull: skip this device's own writes in incremental reads.
     var excludeOwn: Bool
+    /// pull: keep the folder current, waiting for each change, until interrupted.
+    var follow: Bool
     var ifMatch: String?
 
     /// The variable that may hold the bearer token.
@@ -48,7 +50,8 @@ struct SyncOptions {
                   options: [.flag("--delete", "push: delete on the server what was pushed from files now gone")],
                   summary: "every DIR/<id>.json becomes message <id> (version: its syncVersion)"),
             .init("pull", .pull, arguments: [Argument("DIR")],
-                  options: [.flag("--exclude-own", "pull: skip this device's own writes in incremental reads")],
+                  options: [.flag("--exclude-own", "pull: skip this device's own writes in incremental reads"),
+                            .flag("--follow", "pull: keep DIR current, waiting for each change, until interrupted")],
                   summary: "the feed into DIR/<id>.json, deletions applied"),
             .init("settings get", .settingsGet, summary: "print the stored settings (and their ETag on stderr)"),
             .init("settings put", .settingsPut, arguments: [Argument("FILE")], options: [ifMatchOption],
@@ -128,6 +131,7 @@ struct SyncOptions {
         json = parsed.isSet("--json")
         deleteMissing = parsed.isSet("--delete")
         excludeOwn = parsed.isSet("--exclude-own")
+        follow = parsed.isSet("--follow")
         ifMatch = parsed.value("--if-match")
     }
 

@@ -41,6 +41,14 @@ extension Sys {
         _ = signal(SIGPIPE, SIG_IGN)
     }
 
+    /// SIGINT and SIGTERM ignored from now on, for a caller that watches for
+    /// them itself (a Dispatch signal source) to end cleanly; their numbers.
+    package static func takeOverInterrupts() -> [Int32] {
+        _ = signal(SIGINT, SIG_IGN)
+        _ = signal(SIGTERM, SIG_IGN)
+        return [SIGINT, SIGTERM]
+    }
+
     /// True when `fd` is a terminal (a person watches: progress lines are welcome).
     package static func isTerminal(_ fd: FileDescriptor) -> Bool {
         isatty(fd.rawValue) == 1

@@ -649,6 +649,7 @@ def main():
         waits = Box(work, "waits", MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS="8", MOCKCLOUD_INBOX_TOMBSTONE_HORIZON="0")
         boxes.append(waits)
         waiting.faults(waits, checks)
+        waiting.follow_checks(waits, checks, TOOL)
     finally:
         for b in boxes:
             b.stop()
