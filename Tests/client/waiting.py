@@ -219,12 +219,16 @@ def faults(box, checks):
 
 
 def _is_program_of(pid, box):
-    """True for an inbox or user-settings program still running from box's cgi-bin."""
+    """True for an inbox or user-settings program still running for box's
+    data directory (other stacks run the same cgi-bin; a program's
+    MOCKCLOUD_DATA, from nginx's fastcgi_param, says whose it is)."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
+        environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
     except OSError:
         return False
-    return exe.startswith(box.stack.cgi_bin) and os.path.basename(exe) in ("inbox", "user-settings")
+    return os.path.basename(exe) in ("inbox", "user-settings") and \
+        ("MOCKCLOUD_DATA=" + box.stack.data).encode() in environ
 
 
 def follow_checks(box, checks, tool):
