@@ -396,6 +396,9 @@ package struct InboxStore: Sendable {
         log.count >= max(settings.compactionMinimumRecords, 2 * log.header.records)
     }
 
+    /// Tries of `upkeep` for the key's lock while readers hold it, 5 ms apart.
+    static let upkeepTries = 20
+
     /// The inbox's upkeep, run after a write has answered (so that neither
     /// its latency nor its answer depends on it), one at a time per inbox
     /// (the inbox folder's own lock, taken without waiting: otherwise the
@@ -414,11 +417,19 @@ package struct InboxStore: Sendable {
         try KeyLock.ifFolderFree(directory) {
             var tidy = false
             var compaction: InboxCompaction?
-            try KeyLock.ifFree(root: root, route: Self.route, key: key) { tidyDue in
-                tidy = tidyDue || Self.tidyDue
-                // The inbox folder holds a few names; no compaction is at work (the folder's lock).
-                if tidy { AtomicFile.removeTemporaries(in: directory) }
-                compaction = try InboxCompaction.snapshot(self)
+            // Readers waiting for a change (`?wait=`) wake on the write this
+            // upkeep follows and take the shared lock the moment the writer
+            // lets it go, just when the upkeep asks for it: a few short tries
+            // more, or no write of a followed inbox would ever compact it.
+            for _ in 0..<Self.upkeepTries {
+                let ran = try KeyLock.ifFree(root: root, route: Self.route, key: key) { tidyDue in
+                    tidy = tidyDue || Self.tidyDue
+                    // The inbox folder holds a few names; no compaction is at work (the folder's lock).
+                    if tidy { AtomicFile.removeTemporaries(in: directory) }
+                    compaction = try InboxCompaction.snapshot(self)
+                }
+                if ran || !KeyLock.exists(root: root, route: Self.route, key: key) { break }
+                Sys.sleep(milliseconds: 5)
             }
             if tidy { try removeTemporaryMessages() }
             guard var compaction else { return }

@@ -54,6 +54,13 @@ extension Sys {
         isatty(fd.rawValue) == 1
     }
 
+    /// Sleeps `milliseconds` (`nanosleep(2)`, resumed after a signal).
+    package static func sleep(milliseconds: Int) {
+        var left = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        var rest = timespec()
+        while nanosleep(&left, &rest) == -1 && Glibc.errno == EINTR { left = rest }
+    }
+
     /// This process's id.
     package static var processID: Int32 { getpid() }
 

@@ -138,6 +138,26 @@ import Testing
         #expect(log.header.records == 3)  // compacted: m1, m2 and m0's latest
     }
 
+    @Test func aReaderHoldingTheSharedLockBrieflyDoesNotMakeTheUpkeepSkipACompaction() throws {
+        let inbox = store(compactAt: 4)
+        for i in 0..<5 { try Self.put(inbox, "m\(i)", version: Int64(i)) }
+        // What a woken waiter does the moment the writer lets the lock go.
+        let lock = KeyLock.path(root: data.path, route: .inbox, key: key)
+        let held = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let fd = open(lock, O_RDONLY)
+            _ = flock(fd, LOCK_SH)
+            held.signal()
+            usleep(30_000)
+            close(fd)
+        }
+        held.wait()
+        try inbox.upkeep()
+        let log = try #require(try ChangeLog.openForReading(inbox.logPath))
+        defer { log.close() }
+        #expect(log.header.records == 5)  // compacted after the reader let go
+    }
+
     @Test func anInboxReplacedDuringTheWaitIs410AtOnce() throws {
         let inbox = store()
         try Self.put(inbox, "a")

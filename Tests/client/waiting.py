@@ -183,8 +183,11 @@ def faults(box, checks):
     before = read_log(open(log, "rb").read())[0]
     for i in range(12):
         put(box, key, f"own-{i}", device="phone-1")
-    time.sleep(1.0)
-    after = read_log(open(log, "rb").read())[0]
+    deadline = time.monotonic() + 10
+    after = before
+    while after.records == before.records and time.monotonic() < deadline:
+        time.sleep(0.1)
+        after = read_log(open(log, "rb").read())[0]
     put(box, key, "after")
     got = follower.wait_for(["after"], 30)
     follower.stop.set()
