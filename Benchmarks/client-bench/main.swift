@@ -18,6 +18,11 @@ import MockCloudWire
 //                         or {"status": 409|412, "current"}
 //   hold                  GET /user/settings; on a line on stdin, the task
 //                         is cancelled; prints {"outcome", "ms" (after the cancel)}
+//   follow                changes(since: nil, follow: true): a line per page,
+//                         {"ids", "deleted", "full"}; on a line on stdin the
+//                         task is cancelled: {"outcome", "ms"} (after the cancel)
+//   watch-settings        settingsUpdates(after: nil): a line per new state,
+//                         {"etag", "document"} or {"deleted": true}; stdin as follow
 // A client error prints {"error", "kind"} and exits 1; usage exits 2.
 var arguments = Array(CommandLine.arguments.dropFirst())
 var transportName = "curl"
@@ -48,10 +53,30 @@ func seconds(_ elapsed: Duration) -> Double {
     Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 }
 
+/// Runs `body` in a task cancelled when a line arrives on stdin; prints
+/// how it ended and how long after the cancel: {"outcome", "ms"}.
+func untilCancelledFromStdin(_ body: @escaping @Sendable () async throws -> Void) async throws {
+    let task = Task { try await body() }
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().async {
+            _ = readLine()
+            done.resume()
+        }
+    }
+    let cancelled = ContinuousClock.now
+    task.cancel()
+    let outcome: String
+    switch await task.result {
+    case .success: outcome = "ended"
+    case .failure(let error): outcome = "failed: \(error)"
+    }
+    say("{\"outcome\": \(quoted(outcome)), \"ms\": \(seconds(ContinuousClock.now - cancelled) * 1000)}")
+}
+
 guard arguments.count >= 4, let key = UserKey(arguments[3]), transportName == "curl" || transportName == "urlsession" else {
     try? Sys.writeAll(
         .standardError,
-        Array("usage: client-bench [--transport curl|urlsession] push|pull|settings-get|settings-put|hold URL CA KEY [ARG...]\n".utf8))
+        Array("usage: client-bench [--transport curl|urlsession] push|pull|settings-get|settings-put|hold|follow|watch-settings URL CA KEY [ARG...]\n".utf8))
     exit(2)
 }
 let (command, url, caFile) = (arguments[0], arguments[1], arguments[2])
@@ -137,6 +162,26 @@ do {
             say("{\"status\": \"written\", \"etag\": \(quoted(settings.etag ?? "")), \"document\": \(settings.document)}")
         case .conflict(let status, _, let current):
             say("{\"status\": \(status), \"current\": \(current.map { "\($0.document)" } ?? "null")}")
+        }
+
+    case "follow" where arguments.count == 4:
+        try await untilCancelledFromStdin {
+            for try await page in client.changes(since: nil, follow: true) {
+                say("{\"ids\": [\(page.messages.map { quoted($0.id.rawValue) }.joined(separator: ", "))], "
+                    + "\"deleted\": [\(page.deleted.map { quoted($0.id.rawValue) }.joined(separator: ", "))], "
+                    + "\"full\": \(page.isFullRead)}")
+            }
+        }
+
+    case "watch-settings" where arguments.count == 4:
+        try await untilCancelledFromStdin {
+            for try await settings in client.settingsUpdates(after: nil) {
+                if let settings {
+                    say("{\"etag\": \(quoted(settings.etag ?? "")), \"document\": \(settings.document)}")
+                } else {
+                    say("{\"deleted\": true}")
+                }
+            }
         }
 
     case "hold" where arguments.count == 4:

@@ -329,6 +329,9 @@ def transport_checks(checks, work, box, compacting, transport):
                      and appended[1].get("kind") == "local" and "another certificate" in appended[1].get("error", "")
                      else [f"outside the namespace: {outside}", f"two CAs: {appended}"])
 
+    # Follows of the feed and the settings with waits (Tests/client/waiting.py).
+    waiting.library_checks(checks, lib, box, t)
+
     # Cancellation: the server holds its answer; the task is cancelled once the request is in.
     holder = HoldingServer(os.path.join(box.stack.run, "tls", "cert.pem"), os.path.join(box.stack.run, "tls", "key.pem"))
     proc = subprocess.Popen(lib.command("hold", holder.url, box.ca, "u1"), stdin=subprocess.PIPE,

@@ -219,12 +219,16 @@ def faults(box, checks):
 
 
 def _is_program_of(pid, box):
-    """True for an inbox or user-settings program still running from box's cgi-bin."""
+    """True for an inbox or user-settings program still running for box's
+    data directory (other stacks run the same cgi-bin; a program's
+    MOCKCLOUD_DATA, from nginx's fastcgi_param, says whose it is)."""
     try:
         exe = os.readlink(f"/proc/{pid}/exe")
+        environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
     except OSError:
         return False
-    return exe.startswith(box.stack.cgi_bin) and os.path.basename(exe) in ("inbox", "user-settings")
+    return os.path.basename(exe) in ("inbox", "user-settings") and \
+        ("MOCKCLOUD_DATA=" + box.stack.data).encode() in environ
 
 
 def follow_checks(box, checks, tool):
@@ -301,3 +305,73 @@ def follow_checks(box, checks, tool):
     checks.check(f"Ctrl-C ends pull --follow at once, cleanly ({took * 1000:.0f} ms, exit {status})",
                  [] if status == 0 and took < 3 and lines and lines[-1].get("stopped") else
                  [f"exit {status} after {took:.1f} s; last lines {lines[-2:]}; stderr {proc.stderr.read()[-300:]}"])
+
+
+def library_checks(checks, lib, box, transport):
+    """The library's follows (client-bench `follow` and `watch-settings`,
+    over `transport`): each change handed out as it commits, the device's
+    own skipped, each new settings document and the deletion, and a cancel
+    that ends the waiting request at once."""
+    import subprocess
+
+    def start(command, key):
+        proc = subprocess.Popen(lib.command(command, box.url, box.ca, key), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = []
+        threading.Thread(target=lambda: lines.extend(json.loads(line) for line in proc.stdout), daemon=True).start()
+        return proc, lines
+
+    def until(condition, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(proc, lines):
+        count = len(lines)
+        try:
+            proc.stdin.write("cancel\n")
+            proc.stdin.flush()
+            proc.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+        until(lambda: len(lines) > count and "outcome" in lines[-1], 5)
+        return lines[-1] if lines and "outcome" in lines[-1] else {"raw": lines[-1:], "stderr": proc.stderr.read()[-300:]}
+
+    key = f"lib-follow-{transport}"
+    feed, feed_lines = start("follow", key)
+    settings, settings_lines = start("watch-settings", key)
+    until(lambda: feed_lines, 30)
+    time.sleep(0.5)
+    times = []
+    for i in range(3):
+        started = time.monotonic()
+        put(box, key, f"scan-{i}")
+        until(lambda: any(f"scan-{i}" in line.get("ids", ()) for line in feed_lines))
+        times.append((time.monotonic() - started) * 1000)
+    put(box, key, "own", device="bench-1")
+    put(box, key, "scan-3")
+    until(lambda: any("scan-3" in line.get("ids", ()) for line in feed_lines))
+    ids = [i for line in feed_lines if not line.get("full") for i in line.get("ids", ())]
+    ended = stop(feed, feed_lines)
+    checks.check(f"{transport}: changes(since:follow:) hands out each change as it commits, not the device's own "
+                 f"({', '.join('%.0f' % t for t in times)} ms), and a cancel ends it at once ({ended.get('ms', -1):.1f} ms)",
+                 [] if ids == ["scan-0", "scan-1", "scan-2", "scan-3"] and ended.get("outcome") == "ended"
+                 and ended.get("ms", 1e9) < 1000 else [f"ids {ids}, end {ended}"])
+
+    for units in ("metric", "imperial"):
+        status, _ = box.request("PUT", "/user/settings", key, body={"units": units})
+        assert status == 200, status
+        until(lambda: any(line.get("document", {}).get("units") == units for line in settings_lines))
+    status, _ = box.request("DELETE", "/user/settings", key)
+    assert status == 204, status
+    until(lambda: any(line.get("deleted") for line in settings_lines))
+    seen = [line.get("document", {}).get("units") if "document" in line else "deleted"
+            for line in settings_lines if "outcome" not in line]
+    ended = stop(settings, settings_lines)
+    checks.check(f"{transport}: settingsUpdates(after:) hands out each new document and the deletion, "
+                 f"and a cancel ends it at once ({ended.get('ms', -1):.1f} ms)",
+                 [] if seen == ["metric", "imperial", "deleted"] and ended.get("outcome") == "ended"
+                 and ended.get("ms", 1e9) < 1000 else [f"seen {seen}, end {ended}"])

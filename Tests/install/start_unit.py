@@ -114,6 +114,8 @@ os.chown(path, uid, gid)
 os.chmod(path, int(listen.get("SocketMode", "0666"), 8))
 s.listen(128)
 os.dup2(s.fileno(), 3)
+# When the socket already is fd 3, dup2 leaves its close-on-exec flag set.
+os.set_inheritable(3, True)
 print("start_unit.py: %s as %s:%s on %s" % (" ".join(argv), user, group or user, listen["ListenStream"]), flush=True)
 
 clean = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LISTEN_FDS=1",
