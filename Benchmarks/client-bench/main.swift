@@ -54,8 +54,10 @@ func seconds(_ elapsed: Duration) -> Double {
 }
 
 /// Runs `body` in a task cancelled when a line arrives on stdin; prints
-/// how it ended and how long after the cancel: {"outcome", "ms"}.
-func untilCancelledFromStdin(_ body: @escaping @Sendable () async throws -> Void) async throws {
+/// how it ended and how long after the cancel: {"outcome", "ms"}, the
+/// outcome `finished` when `body` returned, `cancelled` when it threw the
+/// client's cancellation, else `failed: <error>`.
+func untilCancelledFromStdin(finished: String = "ended", _ body: @escaping @Sendable () async throws -> Void) async throws {
     let task = Task { try await body() }
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         DispatchQueue.global().async {
@@ -67,7 +69,8 @@ func untilCancelledFromStdin(_ body: @escaping @Sendable () async throws -> Void
     task.cancel()
     let outcome: String
     switch await task.result {
-    case .success: outcome = "ended"
+    case .success: outcome = finished
+    case .failure(ClientError.cancelled): outcome = "cancelled"
     case .failure(let error): outcome = "failed: \(error)"
     }
     say("{\"outcome\": \(quoted(outcome)), \"ms\": \(seconds(ContinuousClock.now - cancelled) * 1000)}")
@@ -185,22 +188,7 @@ do {
         }
 
     case "hold" where arguments.count == 4:
-        let request = Task { try await client.settings() }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                _ = readLine()
-                done.resume()
-            }
-        }
-        let cancelled = clock.now
-        request.cancel()
-        let outcome: String
-        switch await request.result {
-        case .success: outcome = "answered"
-        case .failure(ClientError.cancelled): outcome = "cancelled"
-        case .failure(let error): outcome = "failed: \(error)"
-        }
-        say("{\"outcome\": \(quoted(outcome)), \"ms\": \(seconds(clock.now - cancelled) * 1000)}")
+        try await untilCancelledFromStdin(finished: "answered") { _ = try await client.settings() }
 
     default:
         try? Sys.writeAll(.standardError, Array("client-bench: unknown command or wrong arguments: \(arguments)\n".utf8))
