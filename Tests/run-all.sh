@@ -40,6 +40,7 @@ count_swift_tests() {
 }
 
 echo "== swift test"
+swift_start=$SECONDS
 # The import check fails the build when a target imports a module it does not
 # declare (a lower layer importing a higher one): see Package.swift.
 MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --explicit-target-dependency-import-check error 2>&1 | tee "$logs/swift.log"
@@ -49,6 +50,7 @@ if ((swift_status != 0 && swift_failed == 0)); then
     echo "swift test exited with status $swift_status before reporting a failed test (build error or crash)"
     swift_failed=1
 fi
+swift_seconds=$((SECONDS - swift_start))
 
 # run_suite NAME COMMAND...: runs a suite whose last line is `N passed, M
 # failed`, and adds its counts to the totals (a failure when it exits
@@ -57,7 +59,7 @@ suite_summaries=()
 total_passed=$swift_passed
 total_failed=$swift_failed
 run_suite() {
-    local name="$1" status summary passed=0 failed=0
+    local name="$1" status summary passed=0 failed=0 start=$SECONDS
     shift
     echo "== $name"
     "$@" 2>&1 | tee "$logs/$name.log"
@@ -71,7 +73,7 @@ run_suite() {
         echo "$name exited with status $status without a failed case"
         failed=1
     fi
-    suite_summaries+=("$name: $passed passed, $failed failed")
+    suite_summaries+=("$name: $passed passed, $failed failed, $((SECONDS - start)) s")
     total_passed=$((total_passed + passed))
     total_failed=$((total_failed + failed))
 }
@@ -97,6 +99,6 @@ run_suite package Tests/package/run.sh
 # Every fuzz reproducer replayed, then each target fuzzed briefly.
 run_suite fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 
-echo "== swift test: $swift_passed passed, $swift_failed failed; $(IFS=';'; echo "${suite_summaries[*]}" | sed 's/;/; /g')"
+echo "== swift test: $swift_passed passed, $swift_failed failed, $swift_seconds s; $(IFS=';'; echo "${suite_summaries[*]}" | sed 's/;/; /g')"
 echo "$total_passed passed, $total_failed failed"
 ((total_failed == 0))
