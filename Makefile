@@ -187,21 +187,26 @@ bench-lan: install
 	@packaging/deps.sh serve lan
 	@python3 Benchmarks/lan/bench_lan.py --venv .build/bench-lan-venv $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)
 
-## The client library and the README's code compiled for arm64-apple-ios16.0
-## (not part of make test: CI has no iOS SDK). On a Mac, with Xcode's SDK; on
-## Linux, with ../shared/apple/ios-build.sh and the SDK it describes
-## (IOS_BUILD, IOS_SDK_REPO to point elsewhere). Objects go to .build-ios.
-IOS_BUILD ?= ../shared/apple/ios-build.sh
-IOS_SDK_REPO ?= /work/.mirror/theos+sdks/repo
+## The client library and the sync guide's example (docs/SYNC.md) compiled
+## for arm64-apple-ios16.0 (not part of make test: CI has no iOS SDK). On a
+## Mac, with Xcode's SDK. On Linux, with a cross-build script and an iOS
+## SDK, both given: IOS_BUILD=path/to/ios-build.sh (it runs the command
+## after `--` against the SDK), and IOS_SDK_REPO=… (a git directory of the
+## SDKs, passed as --sdk-repo) or IOS_SDK=… (an unpacked iPhoneOS SDK,
+## passed as --sdk). Objects go to .build-ios.
 IOS_TARGETS := MockCloudClient MockCloudReadmeExample
 check-ios:
 	@if command -v xcrun >/dev/null; then \
 	    sdk="$$(xcrun --sdk iphoneos --show-sdk-path)" && \
 	    for t in $(IOS_TARGETS); do $(SWIFT) build --triple arm64-apple-ios16.0 --sdk "$$sdk" --scratch-path .build-ios --target $$t || exit 1; done; \
-	elif [[ -x "$(IOS_BUILD)" ]]; then \
-	    sdk_repo=(); [[ ! -d "$(IOS_SDK_REPO)" ]] || sdk_repo=(--sdk-repo "$(IOS_SDK_REPO)"); \
-	    for t in $(IOS_TARGETS); do "$(IOS_BUILD)" "$${sdk_repo[@]}" -- $(SWIFT) build --target $$t || exit 1; done; \
-	else \
-	    echo "check-ios: no xcrun and no $(IOS_BUILD): build on a Mac, or give IOS_BUILD=path/to/ios-build.sh"; exit 2; \
-	fi
+	    exit 0; \
+	fi; \
+	need="make check-ios IOS_BUILD=path/to/ios-build.sh IOS_SDK_REPO=path/to/sdks.git (or IOS_SDK=path/to/iPhoneOS.sdk)"; \
+	if [[ -z "$(IOS_BUILD)" ]]; then echo "check-ios: no xcrun here and no IOS_BUILD given; on Linux run: $$need"; exit 2; fi; \
+	if [[ ! -x "$(IOS_BUILD)" ]]; then echo "check-ios: IOS_BUILD=$(IOS_BUILD) is not an executable file; give the iOS cross-build script: $$need"; exit 2; fi; \
+	if [[ -n "$(IOS_SDK)" ]]; then sdk=(--sdk "$(IOS_SDK)"); sdk_dir="$(IOS_SDK)"; \
+	elif [[ -n "$(IOS_SDK_REPO)" ]]; then sdk=(--sdk-repo "$(IOS_SDK_REPO)"); sdk_dir="$(IOS_SDK_REPO)"; \
+	else echo "check-ios: no iOS SDK given; run: $$need"; exit 2; fi; \
+	if [[ ! -d "$$sdk_dir" ]]; then echo "check-ios: $$sdk_dir is not a directory; give an iOS SDK: $$need"; exit 2; fi; \
+	for t in $(IOS_TARGETS); do "$(IOS_BUILD)" "$${sdk[@]}" -- $(SWIFT) build --target $$t || exit 1; done
 	@echo "check-ios: $(IOS_TARGETS) build for arm64-apple-ios16.0"

@@ -3,8 +3,8 @@ proves a data directory is whole. Stacks, the programs run as fcgiwrap runs
 them and the change-log format come from the harness in Tests/support/
 (stack.sh, cgi_program.py, formats.py).
 
-Python 3 standard library only. Nothing here reads /work/shared or any path
-outside the repository and the directories the caller names.
+Python 3 standard library only. Nothing here reads any path outside the
+repository and the directories the caller names.
 """
 import json
 import os
@@ -322,7 +322,7 @@ class DataReport:
 
 def check_data_dir(data, allow_torn=False, allow_temporary=False):
     """Walks a data directory and proves it whole: only the files the layout
-    names (README "Data layout"); settings files whole JSON objects in the
+    names (docs/OPERATIONS.md, "Data layout"); settings files whole JSON objects in the
     Python layout; change logs of whole 256-byte records, sorted, with a torn
     tail only where a crash may leave one (`allow_torn`); envelopes that parse
     and name their own id; every live message's seq in its key's log."""
