@@ -65,7 +65,7 @@ acceptance: install
 
 ## Per-request cost beside a C CGI floor, through nginx + TLS and as bare
 ## process starts; PEER=path/to/python_mock_cloud.py adds the Python peer.
-## Tables to stdout and Benchmarks/results/latest.md (README's are copied by hand).
+## Tables to stdout and Benchmarks/results/latest.md (docs/PERFORMANCE.md's are copied by hand).
 bench:
 	@packaging/deps.sh bench
 	@$(MAKE) --no-print-directory install
@@ -160,7 +160,7 @@ bench-wait: install
 ## push of 10,000 samples and a pull of the 10,000-message feed through
 ## the library and mockcloud-sync, plain curl beside them, with the data on
 ## disk and on tmpfs; the tables go to stdout and Benchmarks/results/
-## client-lan{,-tmpfs}.md (README's figures are copied by hand). Needs root.
+## client-lan{,-tmpfs}.md (docs/PERFORMANCE.md's figures are copied by hand). Needs root.
 .PHONY: bench-client
 bench-client: install
 	@packaging/deps.sh serve

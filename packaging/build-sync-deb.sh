@@ -25,6 +25,9 @@ install -d "$ROOT/DEBIAN" "$ROOT/usr/bin" "$ROOT/usr/share/doc/mockcloud-sync"
 install -m 0755 "$TOOL" "$ROOT/usr/bin/mockcloud-sync"
 strip --strip-all --remove-section=.comment --remove-section=.note "$ROOT/usr/bin/mockcloud-sync"
 install -m 0644 "$REPO/packaging/debian/copyright" "$ROOT/usr/share/doc/mockcloud-sync/copyright"
+# The sync guide: the tool's commands, trust, tokens, exit codes.
+gzip -9n <"$REPO/docs/SYNC.md" >"$ROOT/usr/share/doc/mockcloud-sync/SYNC.md.gz"
+chmod 0644 "$ROOT/usr/share/doc/mockcloud-sync/SYNC.md.gz"
 {
     printf 'mockcloud-sync (%s) stable; urgency=medium\n\n' "$VERSION"
     printf '  * Built from commit %s.\n\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"

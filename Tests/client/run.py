@@ -527,7 +527,7 @@ def main():
         checks.check("settings get with nothing stored exits 6", [] if s5 == 6 else [f"exit {s5}: {err}"])
 
         # 7. Settings per field: two phones edit different members offline;
-        #    both edits survive, in the order the README tells.
+        #    both edits survive, the later edit home first.
         for name, text in (("base", '{"weightCalibrationFactor": 1.0, "unitSystem": "metric", "heightCm": 175, '
                                     '"updatedAt": "2026-05-18T10:00:00Z"}'),
                            ("a", '{"weightCalibrationFactor": 0.999}'), ("b", '{"unitSystem": "imperial"}'),
@@ -559,7 +559,7 @@ def main():
         tokens_file = os.path.join(work, "bearer.tokens")
         made = subprocess.run([ADMIN, "token", tokens_file, "mirror"], capture_output=True, text=True)
         token = made.stdout.strip()
-        if os.getuid() == 0:  # the stacks' user must read it, as README says (Tests/support/stack.sh own_secrets)
+        if os.getuid() == 0:  # the stacks' user must read it, as docs/OPERATIONS.md says (Tests/support/stack.sh own_secrets)
             subprocess.run([os.path.join(REPO, "nginx", "mockcloud-nginx.sh"), "own", tokens_file], check=True,
                            stdout=subprocess.DEVNULL)
         guarded = Box(work, "tokens", MOCKCLOUD_TOKENS=tokens_file)
