@@ -46,10 +46,11 @@ build:
 	    [[ .build/release/$$p -nt Benchmarks/symbol-order.txt ]] || rm -f .build/release/$$p; done
 	$(SWIFT) build -c release --static-swift-stdlib $(SPEED_FLAGS) $(IMPORT_CHECK)
 
-## The built programs, copied into cgi-bin/.
+## The built programs, into cgi-bin/: each replaced by a rename, so that a
+## stack serving from this checkout never meets a missing or half-written
+## program (packaging/install-programs.sh).
 install: build
-	@mkdir -p cgi-bin
-	@for p in $(PROGRAMS); do install -m 0755 .build/release/$$p cgi-bin/$$p; done
+	@packaging/install-programs.sh .build/release cgi-bin $(PROGRAMS)
 
 unit:
 	$(SWIFT) test $(IMPORT_CHECK)
