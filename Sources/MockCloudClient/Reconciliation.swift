@@ -6,24 +6,24 @@ import MockCloudWire
 /// of an app's settings store, and the one where both already agree.
 public enum SettingsReconciliation: Sendable, Equatable {
     /// Nothing was stored on the box (404): the local copy was stored there.
-    case createdOnBox(Settings)
+    case createdOnBox(BoxSettings)
     /// The box could not be reached: keep the local copy and try later.
     case unreachable(ClientError)
     /// The box's `updatedAt` is newer (or nothing is held locally): apply
     /// its document locally.
-    case boxIsNewer(Settings)
+    case boxIsNewer(BoxSettings)
     /// The local `updatedAt` is newer: it was pushed, and the box holds it.
-    case pushedLocal(Settings)
+    case pushedLocal(BoxSettings)
     /// Both hold the same `updatedAt`: nothing to do.
-    case inSync(Settings)
+    case inSync(BoxSettings)
     /// The box keeps member times and `editedFields` were given: each
     /// edited member was sent with its own edit time and merged per field.
     /// `Settings` is what the box holds now, to apply locally; `kept` the
     /// edited members whose box value won (edited later elsewhere).
-    case mergedPerField(Settings, kept: [String])
+    case mergedPerField(BoxSettings, kept: [String])
 }
 
-extension MockCloudClient {
+extension BoxClient {
     /// Reconciles the app's settings with the box's at launch, by
     /// `updatedAt` (last writer wins, as the server judges it):
     /// - nothing stored on the box: `local` is stored (`createdOnBox`);
@@ -56,8 +56,8 @@ extension MockCloudClient {
             let timed: TimedSettings?
             do {
                 timed = try await settingsWithTimes()
-            } catch ClientError.unavailable(let detail) {
-                return .unreachable(.unavailable(detail))
+            } catch let error as ClientError where error.code == .unavailable {
+                return .unreachable(error)
             }
             if let timed, timed.times != nil {
                 return try await mergePerField(local, editedFields, over: timed.settings)
@@ -68,7 +68,7 @@ extension MockCloudClient {
 
     /// `editedFields`' members of `local`, sent per field, oldest edit first.
     private func mergePerField(
-        _ local: JSONText, _ editedFields: [String: Date], over stored: Settings
+        _ local: JSONText, _ editedFields: [String: Date], over stored: BoxSettings
     ) async throws -> SettingsReconciliation {
         guard case .object(let document) = local.value else {
             throw ClientError.invalidArgument("the local settings are not a JSON object")
@@ -90,8 +90,8 @@ extension MockCloudClient {
                 let merged = try await patchSettings(fields: JSONText(.object(fields)), editedAt: Self.date(instant))
                 now = merged.settings
                 kept += merged.kept
-            } catch ClientError.unavailable(let detail) {
-                return .unreachable(.unavailable(detail))
+            } catch let error as ClientError where error.code == .unavailable {
+                return .unreachable(error)
             }
         }
         return .mergedPerField(now, kept: kept)
@@ -100,11 +100,11 @@ extension MockCloudClient {
     /// The whole-document cases, by `updatedAt`.
     private func reconcileWholeDocument(_ local: JSONText?) async throws -> SettingsReconciliation {
         for _ in 0..<configuration.retry.maxAttempts {
-            let stored: Settings?
+            let stored: BoxSettings?
             do {
                 stored = try await settings()
-            } catch ClientError.unavailable(let detail) {
-                return .unreachable(.unavailable(detail))
+            } catch let error as ClientError where error.code == .unavailable {
+                return .unreachable(error)
             }
             guard let local else {
                 if let stored { return .boxIsNewer(stored) }
@@ -121,8 +121,8 @@ extension MockCloudClient {
                 } else {
                     write = try await createSettings(local)
                 }
-            } catch ClientError.unavailable(let detail) {
-                return .unreachable(.unavailable(detail))
+            } catch let error as ClientError where error.code == .unavailable {
+                return .unreachable(error)
             }
             switch write {
             case .written(let settings): return stored == nil ? .createdOnBox(settings) : .pushedLocal(settings)

@@ -36,11 +36,11 @@ func syncWithTheBox(
 ) async throws -> SettingsReconciliation {
     let trust = try TrustAnchor(pem: caPEM, from: "mockcloud-ca.crt", expectedSHA256: caSHA256)
     #if canImport(Darwin)
-    let transport = try URLSessionTransport(baseURL: "https://192.168.1.20:8443", trust: trust)
+    let transport = try URLSessionTransport(baseURL: URL(string: "https://192.168.1.20:8443")!, trust: trust)
     #else
-    let transport = try CurlTransport(baseURL: "https://192.168.1.20:8443", trust: trust)
+    let transport = try CurlTransport(baseURL: URL(string: "https://192.168.1.20:8443")!, trust: trust)
     #endif
-    let client = MockCloudClient(
+    let client = BoxClient(
         configuration: ClientConfiguration(userKey: UserKey("u1")!, deviceID: DeviceID("iphone-1")),
         transport: transport)
 
