@@ -106,7 +106,7 @@ def install_rounds(sets, cgi_bin, rounds):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     checks = Checks()
     missing = [p for p in PROGRAMS if not os.access(os.path.join(DEFAULT_CGI_BIN, p), os.X_OK)]
