@@ -227,9 +227,11 @@ if (($# > 0)); then files=("$@"); else files=("$HERE"/cases/*.sh); fi
 for file in "${files[@]}"; do
     printf '# %s\n' "${file#"$REPO"/}"
     CASE_FILE="$(basename "$file" .sh)"
+    file_started=$SECONDS
     [[ -n "${MOCKCLOUD_TEST_BASE:-}" ]] || use_stack main "$MAIN_PORT"
     # shellcheck source=/dev/null
     source "$file"
     finish_case
+    printf '# %s: %d s\n' "${file#"$REPO"/}" $((SECONDS - file_started))
 done
 summary
