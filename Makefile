@@ -4,15 +4,21 @@ PROGRAMS := user-settings inbox mockcloud-admin
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: serve test deps build install unit acceptance bench fuzz clean check-ios
+.PHONY: serve test test-all deps build install unit acceptance bench fuzz clean check-ios
 
 ## Serve HTTPS on 127.0.0.1:8443 (MOCKCLOUD_PORT/DATA/RUN/HOST/UPSTREAM/...).
 serve: deps install
 	@exec nginx/mockcloud-nginx.sh serve
 
-## Every test: unit, process and acceptance (real nginx + fcgiwrap + TLS).
-test: deps install
+## Every test: unit, process, acceptance (real nginx + fcgiwrap + TLS), API,
+## client, stress and fuzz; Tests/run-all.sh builds the programs, then runs
+## the suites side by side (docs/TESTING.md).
+test: deps
 	@Tests/run-all.sh
+
+## `make test` and the long runs: make stress, fuzz, flood and testssl.
+test-all: deps
+	@Tests/run-all.sh --all
 
 ## What a target needs, installed with apt-get when missing: one group of
 ## packaging/deps.sh (serve's for `make serve`, test's for the rest).
