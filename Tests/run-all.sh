@@ -21,7 +21,9 @@
 # wait (on stacks, sleeps, the network), one of builds and suites that
 # mostly compute; the builds run at low priority, so that they take the
 # time the waiting suites leave. Each suite writes to a log of its own,
-# printed whole when the suite ends, then a line with its counts and time.
+# printed whole when the suite ends, then a line with its counts, its
+# seconds and the CPU seconds of every process it started (its stacks
+# included: Tests/support/reap.py); a process it left running fails it.
 # Last: a line per suite, and one combined `N passed, M failed`; exits 1
 # when anything failed.
 #
@@ -94,21 +96,19 @@ counts() {
 
 # ---------------------------------------------------------------- lanes
 
-# step NAME COMMAND...: runs COMMAND with its output in NAME's log; when it
-# ends, NAME.done holds its exit status, seconds and CPU seconds (its
-# processes', user + system), for the main loop to report. Returns the
-# status, so that a lane can stop at a failed build.
+# step NAME COMMAND...: runs COMMAND with its output in NAME's log, under
+# Tests/support/reap.py, which counts the CPU time of every process it
+# starts, the stacks' daemons included, and finds any left running. When it
+# ends, NAME.done holds its exit status, seconds, CPU seconds and what it
+# left running, for the main loop to report. Returns the status, so that a
+# lane can stop at a failed build.
 step() {
-    local name="$1" start=$SECONDS status cpu
+    local name="$1" start=$SECONDS status=1 cpu=0 left=""
     shift
-    : >"$logs/$name.log"
     echo "$name" >>"$logs/started"
-    "$@" >>"$logs/$name.log" 2>&1 </dev/null
-    status=$?
-    cpu="$(times | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }')"
-    # `times` counts every child of this lane so far: the step's own is the difference.
-    echo "$status $((SECONDS - start)) $((cpu - ${LANE_CPU:-0}))" >"$logs/$name.done"
-    LANE_CPU=$cpu
+    Tests/support/reap.py "$logs/$name.reaped" "$@" >"$logs/$name.log" 2>&1 </dev/null
+    read -r status cpu left <"$logs/$name.reaped"
+    echo "$status $((SECONDS - start)) $cpu $left" >"$logs/$name.done"
     return "$status"
 }
 
@@ -134,6 +134,7 @@ waiting_lane() {
     step formats Tests/support/check_formats.py
     step client Tests/client/run.py
     step acceptance Tests/acceptance/run.sh
+    wait_for "api packages"     # one pip at a time in .build/venv
     step api Tests/api/run.sh
     step reinstall Tests/reinstall/run.py
     step package Tests/package/run.sh
@@ -162,11 +163,17 @@ computing_lane() {
     ((ALL)) && step fuzz-long Tests/Fuzz/run.sh "${FUZZ_SECONDS:-60}"
 }
 
+# wait_for STEP: returns once STEP has ended.
+wait_for() {
+    while [[ ! -e "$logs/$1.done" ]]; do sleep 1; done
+}
+
+# wait_for_release: returns once the release build has ended; true when it worked.
 wait_for_release() {
-    while [[ ! -e "$logs/release.ok" ]]; do
-        [[ ! -e "$logs/release.failed" ]] || return 1
-        sleep 1
-    done
+    local status
+    wait_for release
+    read -r status _ <"$logs/release.done"
+    ((status == 0))
 }
 
 # ---------------------------------------------------------------- reporting
@@ -178,12 +185,12 @@ summaries=()
 
 # report: prints each finished step not printed yet: its log whole, then its line.
 report() {
-    local name status seconds cpu passed failed line
+    local name status seconds cpu left passed failed line
     [[ -e "$logs/started" ]] || return 0
     while IFS= read -r name; do
         [[ -z "${reported[$name]:-}" && -e "$logs/$name.done" ]] || continue
         reported[$name]=1
-        read -r status seconds cpu <"$logs/$name.done"
+        read -r status seconds cpu left <"$logs/$name.done"
         echo "== $name"
         if grep -qxF -- "$name" "$logs/builds" 2>/dev/null; then
             # A build's log is long and says nothing when it worked.
@@ -196,6 +203,12 @@ report() {
             total_passed=$((total_passed + passed))
             total_failed=$((total_failed + failed))
             line="$name: $passed passed, $failed failed, $seconds s (CPU $cpu s)"
+        fi
+        if [[ -n "$left" ]]; then
+            # A suite stops what it starts: a process left running is a failure.
+            echo "FAIL  $name left processes running: $left"
+            total_failed=$((total_failed + 1))
+            line+="; left running: $left"
         fi
         echo "== $line"
         summaries+=("$line")
@@ -211,11 +224,9 @@ lanes+=($!)
 ( computing_lane ) &
 lanes+=($!)
 if build release make --no-print-directory install; then
-    touch "$logs/release.ok"
     ( waiting_lane ) &
     lanes+=($!)
 else
-    touch "$logs/release.failed"
     for name in "swift test" formats client acceptance api reinstall package symbol-order stress instructions fuzz dependent; do
         skipped "$name" "$name: the release build failed (see \"release\" above)"
     done
