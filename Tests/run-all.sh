@@ -151,15 +151,15 @@ waiting_lane() {
 # time); its builds run at low priority.
 computing_lane() {
     wait_for_release || return
-    if build "build (tests)" nice -n 10 swift build --build-tests "${IMPORT_CHECK[@]}"; then
+    if build "build (tests)" swift build --build-tests "${IMPORT_CHECK[@]}"; then
         step "swift test" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${IMPORT_CHECK[@]}"
     else
         skipped "swift test" "swift test: its build failed (see \"build (tests)\" above)"
     fi
     step stress Tests/stress/short.sh
     step instructions Tests/budget/instructions.sh
-    step fuzz nice -n 10 Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
-    step dependent nice -n 10 Tests/dependent/run.sh
+    step fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
+    step dependent Tests/dependent/run.sh
     ((ALL)) && step fuzz-long Tests/Fuzz/run.sh "${FUZZ_SECONDS:-60}"
 }
 
