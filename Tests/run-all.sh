@@ -2,8 +2,7 @@
 # Every test (`make test`): the release programs built and installed into
 # cgi-bin/, then every suite, several side by side:
 #
-#   swift test      the Swift unit and process tests (their own debug build,
-#                   started at once beside the release build, at low priority)
+#   swift test      the Swift unit and process tests (their own debug build)
 #   formats         the harness's change-log format against the programs
 #   acceptance      shell cases through nginx + fcgiwrap + TLS
 #   api             docs/openapi.yaml: the document, schemathesis, and every
@@ -17,10 +16,10 @@
 #   package         the Debian package's contents and maintainer scripts
 #   fuzz            every fuzz reproducer replayed, each target fuzzed briefly
 #
-# Two lanes run at once on the machine's cores: one of suites that mostly
-# wait (on stacks, sleeps, the network), one of builds and suites that
-# mostly compute; the builds run at low priority, so that they take the
-# time the waiting suites leave. Each suite writes to a log of its own,
+# Two lanes run at once on the machine's cores, once the release build is
+# done: one of suites that mostly wait (on stacks, sleeps, timeouts), one of
+# builds and suites that mostly compute, which takes the CPU the waiting
+# ones leave. Each suite writes to a log of its own,
 # printed whole when the suite ends, then a line with its counts, its
 # seconds and the CPU seconds of every process it started (its stacks
 # included: Tests/support/reap.py); a process it left running fails it.
@@ -50,7 +49,8 @@ trap 'exit 130' INT TERM
 
 # The import check fails the build when a target imports a module it does
 # not declare (a lower layer importing a higher one): see Package.swift.
-IMPORT_CHECK=(--explicit-target-dependency-import-check error)
+# (The index store stays: on Linux, swift test finds XCTest cases in it.)
+TEST_BUILD=(--explicit-target-dependency-import-check error)
 # The acceptance answers are kept for Tests/api/run.sh, which checks each
 # against docs/openapi.yaml.
 export MOCKCLOUD_API_RECORD="$logs/api-answers"
@@ -148,11 +148,11 @@ waiting_lane() {
 
 # The lane of builds and suites that mostly compute. It starts once the
 # release build is done (SwiftPM builds one configuration of a package at a
-# time); its builds run at low priority.
+# time).
 computing_lane() {
     wait_for_release || return
-    if build "build (tests)" swift build --build-tests "${IMPORT_CHECK[@]}"; then
-        step "swift test" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${IMPORT_CHECK[@]}"
+    if build "build (tests)" swift build --build-tests "${TEST_BUILD[@]}"; then
+        step "swift test" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
     else
         skipped "swift test" "swift test: its build failed (see \"build (tests)\" above)"
     fi
