@@ -21,6 +21,9 @@ package struct ChangeWatch {
         | IN_DELETE_SELF | IN_MOVE_SELF)
     /// Folders only, never through a symbolic link.
     private static let flags = UInt32(IN_ONLYDIR | IN_DONT_FOLLOW)
+    /// `POLLRDHUP`: the socket's peer shut down its side (a GNU name the
+    /// Glibc module does not import; Linux's value).
+    private static let peerShutDown: Int16 = 0x2000
     /// The events that end a watch or lose events: always worth a look.
     private static let lost = UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)
 
@@ -61,30 +64,33 @@ package struct ChangeWatch {
         case changed
         /// The deadline passed.
         case timedOut
-        /// `output`'s reader is gone (the server that takes the answer stopped).
+        /// The other end of one of the answer's paths is gone (the server
+        /// that takes the answer stopped, or the client left).
         case abandoned
     }
 
     /// Sleeps until a followed file may have changed, until `deadline`
-    /// (`Sys.monotonicNanos`), or until `output` (a pipe or socket the
-    /// answer goes to) reports that its reader is gone.
-    package mutating func sleep(until deadline: Int64, watching output: FileDescriptor? = nil) throws -> Wake {
-        var fds = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: output?.rawValue ?? -1, events: 0, revents: 0)]
+    /// (`Sys.monotonicNanos`), or until one of `answerPaths` (pipes or
+    /// sockets towards whoever takes the answer) reports its other end gone:
+    /// an error, a hang-up, or a socket's peer that shut down its side.
+    /// Nothing is read from them.
+    package mutating func sleep(until deadline: Int64, watching answerPaths: [FileDescriptor] = []) throws -> Wake {
+        var fds = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)]
+        for path in answerPaths { fds.append(pollfd(fd: path.rawValue, events: Self.peerShutDown, revents: 0)) }
+        let gone = Int16(POLLERR | POLLHUP | POLLNVAL) | Self.peerShutDown
         while true {
             let left = deadline - Sys.monotonicNanos()
             if left <= 0 { return .timedOut }
             // Whole milliseconds, rounded up: never wake before the deadline.
             let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
-            fds[0].revents = 0
-            fds[1].revents = 0
-            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, 2, milliseconds) }
+            for i in fds.indices { fds[i].revents = 0 }
+            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), milliseconds) }
             if ready < 0 {
                 let code = Glibc.errno
                 if code == EINTR { continue }
                 throw SystemError("poll", errno: code)
             }
-            if fds[1].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && output != nil { return .abandoned }
+            if fds.dropFirst().contains(where: { $0.revents & gone != 0 }) { return .abandoned }
             if fds[0].revents & Int16(POLLIN) != 0, try readEvents() { return .changed }
         }
     }
