@@ -156,6 +156,14 @@ bench-wait: install
 	@packaging/deps.sh serve
 	@python3 Benchmarks/wait_bench.py $(BENCH_WAIT_ARGS)
 
+## The places one device (the library following its feed and settings)
+## holds through restarts and silent breaks: MOCKCLOUD_WAITS_PER_ADDRESS's
+## default rests on it (Benchmarks/wait_share.py, about 2 minutes).
+.PHONY: bench-wait-share
+bench-wait-share: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/wait_share.py $(BENCH_WAIT_SHARE_ARGS)
+
 ## MockCloudClient over the same link (Benchmarks/lan/bench_client.py): a
 ## push of 10,000 samples and a pull of the 10,000-message feed through
 ## the library and mockcloud-sync, plain curl beside them, with the data on

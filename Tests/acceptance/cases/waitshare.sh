@@ -22,10 +22,11 @@ held_places() {
     python3 - "$DATA/.locks" "127.0.0.$1" <<'PYTHON'
 import fcntl, os, re, sys
 folder, address = sys.argv[1], sys.argv[2].encode()
-if not os.path.isdir(folder):
+# Never made here: the programs make it, as the user they run as.
+if not os.path.exists(os.path.join(folder, "waiting.lock")):
     print(0)
     sys.exit()
-with open(os.path.join(folder, "waiting.lock"), "a+b") as turn:
+with open(os.path.join(folder, "waiting.lock"), "rb") as turn:
     fcntl.flock(turn, fcntl.LOCK_EX)
     count = 0
     for name in os.listdir(folder):
