@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import MockCloudClient
 import MockCloudSystem
@@ -70,7 +71,7 @@ func untilCancelledFromStdin(finished: String = "ended", _ body: @escaping @Send
     let outcome: String
     switch await task.result {
     case .success: outcome = finished
-    case .failure(ClientError.cancelled): outcome = "cancelled"
+    case .failure(is CancellationError): outcome = "cancelled"
     case .failure(let error): outcome = "failed: \(error)"
     }
     say("{\"outcome\": \(quoted(outcome)), \"ms\": \(seconds(ContinuousClock.now - cancelled) * 1000)}")
@@ -89,12 +90,13 @@ do {
     let trust = try TrustAnchor(caFile: caFile)
     let transport: any HTTPTransport
     do {
+        guard let base = URL(string: url) else { throw ClientError.invalidArgument("\(url) is not a URL") }
         transport = transportName == "curl"
-            ? try CurlTransport(baseURL: url, trust: trust) : try URLSessionTransport(baseURL: url, trust: trust)
+            ? try CurlTransport(baseURL: base, trust: trust) : try URLSessionTransport(baseURL: base, trust: trust)
     } catch let error as TransportError {
         throw ClientError.local(error.description)
     }
-    let client = MockCloudClient(configuration: ClientConfiguration(userKey: key, deviceID: DeviceID("bench-1")), transport: transport)
+    let client = BoxClient(configuration: ClientConfiguration(userKey: key, deviceID: DeviceID("bench-1")), transport: transport)
     switch command {
     case "push" where arguments.count == 5:
         guard let lines = try Sys.readFile(arguments[4]) else { throw ClientError.local("no \(arguments[4])") }
@@ -195,17 +197,7 @@ do {
         exit(2)
     }
 } catch let error as ClientError {
-    let kind: String
-    switch error {
-    case .invalidArgument: kind = "invalidArgument"
-    case .untrusted: kind = "untrusted"
-    case .unavailable: kind = "unavailable"
-    case .refused: kind = "refused"
-    case .badAnswer: kind = "badAnswer"
-    case .local: kind = "local"
-    case .cancelled: kind = "cancelled"
-    }
-    say("{\"error\": \(quoted(error.description)), \"kind\": \"\(kind)\"}")
+    say("{\"error\": \(quoted(error.description)), \"kind\": \"\(error.code)\"}")
     exit(1)
 } catch {
     say("{\"error\": \(quoted("\(error)")), \"kind\": \"other\"}")

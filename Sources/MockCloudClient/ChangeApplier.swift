@@ -1,7 +1,7 @@
 import MockCloudWire
 
 /// Where an app keeps what it read from the feed: its database, with the
-/// anchor in it. `MockCloudClient.sync(into:)` hands each page to `apply`,
+/// anchor in it. `BoxClient.sync(into:)` hands each page to `apply`,
 /// which must change the data and save the anchor in one transaction, so
 /// that a crash leaves the old data with the old anchor or the new data
 /// with the new one (never data newer than its anchor says, nor older).
@@ -33,7 +33,7 @@ public struct SyncSummary: Sendable, Equatable {
     public var anchor: Anchor?
 }
 
-extension MockCloudClient {
+extension BoxClient {
     /// Brings `applier` up to date with the feed, from its saved anchor to
     /// the end, page by page; the 410 full read is handled here (README,
     /// "Keeping an anchor"). With `excludingOwnWrites` (and a device id),

@@ -8,7 +8,7 @@ import MockCloudWire
 /// (README, "Keeping an anchor"). During a full read, save the anchor only
 /// with the last page, after dropping what `liveIDs` leaves out: a read
 /// broken off half-way then starts again from the beginning.
-/// `MockCloudClient.sync(into:)` does all of this for a `ChangeApplier`.
+/// `BoxClient.sync(into:)` does all of this for a `ChangeApplier`.
 @dynamicMemberLookup
 public struct ChangePage: Sendable {
     /// The page as the server sent it, minus any message this sequence
@@ -36,7 +36,7 @@ public struct ChangePage: Sendable {
 /// or, following, pages as changes commit until the task is cancelled.
 public struct ChangeFeed: AsyncSequence, Sendable {
     public typealias Element = ChangePage
-    let client: MockCloudClient
+    let client: BoxClient
     let anchor: Anchor?
     let pageSize: Int
     let excludeOwn: Bool
@@ -47,7 +47,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        let client: MockCloudClient
+        let client: BoxClient
         var anchor: Anchor?
         let pageSize: Int
         let excludeOwn: Bool
@@ -63,7 +63,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         /// During a full read: the ids seen so far, live at the last look.
         var live: Set<MessageID> = []
 
-        init(client: MockCloudClient, anchor: Anchor?, pageSize: Int, excludeOwn: Bool, follow: Bool) {
+        init(client: BoxClient, anchor: Anchor?, pageSize: Int, excludeOwn: Bool, follow: Bool) {
             self.client = client
             self.anchor = anchor
             self.pageSize = pageSize
@@ -73,23 +73,25 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         }
 
         /// The next page, asked for as soon as this one's anchor was known:
-        /// its round trip overlaps the caller's work on this page.
-        var prefetch: Task<FeedPage?, any Error>?
+        /// its round trip overlaps the caller's work on this page. It lives
+        /// no longer than its consumer: dropping the iterator cancels it,
+        /// and so does cancelling the consumer's task (at its next `next()`,
+        /// or while it waits in one).
+        var prefetch: Prefetch?
 
         public mutating func next() async throws -> ChangePage? {
             guard !finished else { return nil }
             var answer: FeedPage?
+            if Task.isCancelled {
+                prefetch?.cancel()
+                prefetch = nil
+                throw CancellationError()
+            }
             if caughtUp {
-                // Following: cancellation ends the sequence, not with an error.
-                do {
-                    answer = try await waitForChanges()
-                } catch ClientError.cancelled {
-                    finished = true
-                    return nil
-                }
+                answer = try await waitForChanges()
             } else if let prefetch {
-                answer = try await prefetch.value
                 self.prefetch = nil
+                answer = try await prefetch.value()
             } else {
                 answer = try await client.feedPage(after: anchor, limit: pageSize, excludeOwn: excludeOwn && !fullRead)
             }
@@ -132,7 +134,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 }
             } else {
                 let (client, next, limit, exclude) = (client, answer.anchor, pageSize, excludeOwn && !fullRead)
-                prefetch = Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) }
+                prefetch = Prefetch(Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) })
             }
             return page
         }
@@ -140,23 +142,14 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         /// Following: waits (`?wait=`) from the anchor until an answer has
         /// something to hand out, a change or an anchor moved past this
         /// device's own writes; nil for a 410, which `next` handles like any
-        /// other. Throws `cancelled` once the task is cancelled.
+        /// other. Throws `CancellationError` once the task is cancelled.
         /// The box unreachable after every retry (a long restart, the Wi-Fi
         /// gone) is waited out and tried again, however long it lasts.
         mutating func waitForChanges() async throws -> FeedPage? {
             while true {
-                if Task.isCancelled { throw ClientError.cancelled }
-                let answer: FeedPage?
-                do {
-                    answer = try await client.feedPage(
-                        after: anchor, limit: pageSize, excludeOwn: excludeOwn, wait: client.configuration.waitSeconds)
-                } catch ClientError.unavailable {
-                    do {
-                        try await client.configuration.sleep(client.configuration.retry.maxDelay)
-                    } catch {
-                        throw ClientError.cancelled
-                    }
-                    continue
+                let (client, anchor, limit, excludeOwn) = (client, anchor, pageSize, excludeOwn)
+                let answer = try await client.waitingOutUnavailable {
+                    try await client.feedPage(after: anchor, limit: limit, excludeOwn: excludeOwn, wait: client.configuration.waitSeconds)
                 }
                 guard let page = answer else {
                     caughtUp = false
@@ -170,7 +163,26 @@ public struct ChangeFeed: AsyncSequence, Sendable {
     }
 }
 
-extension MockCloudClient {
+/// The request for a feed's next page, made while its consumer works on
+/// the current one, and bound to that consumer: released (the iterator
+/// dropped) or cancelled, it cancels the request in flight, which the
+/// transports stop at once.
+final class Prefetch: Sendable {
+    private let task: Task<FeedPage?, any Error>
+
+    init(_ task: Task<FeedPage?, any Error>) { self.task = task }
+
+    deinit { task.cancel() }
+
+    func cancel() { task.cancel() }
+
+    /// The page; cancelling the waiting task cancels the request.
+    func value() async throws -> FeedPage? {
+        try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+    }
+}
+
+extension BoxClient {
     /// The feed after `anchor` (nil: from the beginning), page by page.
     /// Incremental reads skip this device's own writes (`exclude-source`)
     /// when `excludingOwnWrites` and a device id is configured; full reads
@@ -182,7 +194,7 @@ extension MockCloudClient {
     /// it waits for the next change (`GET /inbox?wait=`, for
     /// `ClientConfiguration.waitSeconds` at a time) and hands it out as soon
     /// as it commits, until the task is cancelled (which stops the waiting
-    /// request at once and ends the sequence). A broken connection or a
+    /// request at once and throws `CancellationError`). A broken connection or a
     /// restart of the box is retried from the same anchor: nothing is missed
     /// or handed out twice.
     public func changes(
@@ -213,7 +225,7 @@ extension MockCloudClient {
         if let anchor { target += "&\(QueryParameters.anchor)=" + anchor.rawValue }
         if excludeOwn, let device = configuration.deviceID { target += "&\(QueryParameters.excludeSource)=" + device.rawValue }
         if let wait { target += "&\(QueryParameters.wait)=\(wait)" }
-        let response = try await exchange(HTTPRequest(method: "GET", target: target), .safe)
+        let response = try await exchange(TransportRequest(method: "GET", target: target), .safe)
         if response.status == 410 { return .gone((try? Self.object(response))?["reason"]?.stringValue.flatMap(AnchorGone.init)) }
         guard response.status == 200 else { throw Self.refusal(response) }
         guard let page = FeedPage(try Self.object(response)) else {
@@ -232,7 +244,7 @@ public enum CatchUp: Sendable, Equatable {
     case gone(AnchorGone?)
 }
 
-extension MockCloudClient {
+extension BoxClient {
     /// The anchor at the end of the feed now, read from `anchor` onwards
     /// with this device's own writes skipped; or why the server cannot
     /// answer from `anchor` (410). A writer that keeps this anchor learns on

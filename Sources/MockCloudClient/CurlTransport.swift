@@ -1,6 +1,7 @@
 #if canImport(CCurl)
 import CCurl
 import Dispatch
+import Foundation
 import Synchronization
 
 /// The Linux transport: libcurl (Debian's OpenSSL flavour), given the box's
@@ -69,13 +70,14 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         var isRequested: Bool { state.withLock { $0.requested } }
     }
 
-    /// `baseURL` like `https://192.168.1.20:8443` (no trailing slash).
-    public init(baseURL: String, trust: TrustAnchor, requestTimeoutSeconds: Int = 120) throws {
-        guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
+    /// `baseURL` like `https://192.168.1.20:8443`; a request taking longer
+    /// than `requestTimeout` in all (whole seconds) is a connection failure.
+    public init(baseURL: URL, trust: TrustAnchor, requestTimeout: Duration = .seconds(120)) throws {
+        let baseURL = try TransportBase.text(of: baseURL)
         guard Self.globalInit == CURLE_OK else { throw TransportError.setup("curl_global_init failed") }
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.baseURL = baseURL
         self.trust = trust
-        self.requestTimeoutSeconds = requestTimeoutSeconds
+        self.requestTimeoutSeconds = max(1, Int(requestTimeout.components.seconds))
     }
 
     deinit {
@@ -85,13 +87,13 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let cancellation = Cancellation()
-        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
+        let result: Result<TransportResponse, any Error> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
                     guard let handle = self.pool.sync(execute: { self.idle.popLast() }) ?? Handle.make() else {
-                        return continuation.resume(returning: .failure(.setup("curl_easy_init failed")))
+                        return continuation.resume(returning: .failure(TransportError.setup("curl_easy_init failed")))
                     }
                     let result = self.perform(request, on: handle, cancellation)
                     self.pool.sync { self.idle.append(handle) }
@@ -110,7 +112,7 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         var body: [UInt8] = []
     }
 
-    private func perform(_ request: HTTPRequest, on pair: Handle, _ cancellation: Cancellation) -> Result<HTTPResponse, TransportError> {
+    private func perform(_ request: TransportRequest, on pair: Handle, _ cancellation: Cancellation) -> Result<TransportResponse, any Error> {
         let handle = pair.easy
         curl_easy_reset(handle)
         let collector = Collector()
@@ -188,16 +190,16 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
                 return run(pair, cancellation)
             }
         }
-        if outcome == CURLE_ABORTED_BY_CALLBACK, cancellation.isRequested { return .failure(.cancelled) }
+        if outcome == CURLE_ABORTED_BY_CALLBACK, cancellation.isRequested { return .failure(CancellationError()) }
         guard outcome == CURLE_OK else {
             let words = String(decoding: detail.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             return .failure(Self.error(outcome, words.isEmpty ? String(cString: curl_easy_strerror(outcome)) : words))
         }
         var status = 0
         guard mockcloud_curl_response_code(handle, &status) == CURLE_OK, status > 0 else {
-            return .failure(.connection("no HTTP status"))
+            return .failure(TransportError.connection("no HTTP status"))
         }
-        return .success(HTTPResponse(status: status, headers: collector.headers, body: collector.body))
+        return .success(TransportResponse(status: status, headers: collector.headers, body: collector.body))
     }
 
     /// Runs the easy handle's transfer on its multi handle until it ends or
@@ -223,15 +225,15 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     /// `untrusted` (never retried); a CA libcurl cannot load is `setup`;
     /// everything else (refused, reset, cut mid-answer, timed out) is
     /// `connection`.
-    private static func error(_ code: CURLcode, _ text: String) -> TransportError {
+    private static func error(_ code: CURLcode, _ text: String) -> any Error {
         switch code {
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-            return .untrusted(text)
+            return TransportError.untrusted(text)
         case CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT,
             CURLE_NOT_BUILT_IN:
-            return .setup(text)
+            return TransportError.setup(text)
         default:
-            return .connection(text)
+            return TransportError.connection(text)
         }
     }
 }

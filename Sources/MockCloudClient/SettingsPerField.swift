@@ -19,13 +19,13 @@ public struct MemberTime: Sendable, Equatable {
 
 /// The box's settings with the time of each member.
 public struct TimedSettings: Sendable, Equatable {
-    public var settings: Settings
+    public var settings: BoxSettings
     /// Each member's last edit, deletions included; a member without a time
     /// (its document had no parseable `updatedAt`) is absent. nil when the
     /// box keeps no member times (a MockCloud without the per-field merge).
     public var times: [String: MemberTime]?
 
-    public init(settings: Settings, times: [String: MemberTime]?) {
+    public init(settings: BoxSettings, times: [String: MemberTime]?) {
         self.settings = settings
         self.times = times
     }
@@ -34,27 +34,27 @@ public struct TimedSettings: Sendable, Equatable {
 /// What a per-field PATCH stored.
 public struct FieldMerge: Sendable, Equatable {
     /// What the box holds now (every member, the ones not sent included).
-    public var settings: Settings
+    public var settings: BoxSettings
     /// The members sent whose value on the box won (its edit there is
     /// newer): their value in `settings` is the one to keep.
     public var kept: [String]
 
-    public init(settings: Settings, kept: [String]) {
+    public init(settings: BoxSettings, kept: [String]) {
         self.settings = settings
         self.kept = kept
     }
 }
 
-extension MockCloudClient {
+extension BoxClient {
     /// The stored settings with each member's edit time (`GET` with
     /// `X-Merge: fields`); nil when none are stored. A box without the
     /// per-field merge answers the document alone: `times` is then nil.
     public func settingsWithTimes() async throws -> TimedSettings? {
-        let request = HTTPRequest(method: "GET", target: "/user/settings", headers: [("X-Merge", "fields")])
+        let request = TransportRequest(method: "GET", target: "/user/settings", headers: [("X-Merge", "fields")])
         let response = try await exchange(request, .safe)
         if response.status == 404 { return nil }
         guard response.status == 200 else { throw Self.refusal(response) }
-        let plain = Settings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
+        let plain = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
         guard response.header("x-merge") == "fields" else { return TimedSettings(settings: plain, times: nil) }
         let object = try Self.object(response)
         guard case .object(let document)? = object["document"], case .object(let times)? = object["times"] else {
@@ -69,7 +69,7 @@ extension MockCloudClient {
                 editedAt: Self.date(at), device: fields["device"]?.stringValue.flatMap(DeviceID.init),
                 deleted: fields["deleted"] == .bool(true))
         }
-        return TimedSettings(settings: Settings(document: JSONText(.object(document)), etag: plain.etag), times: parsed)
+        return TimedSettings(settings: BoxSettings(document: JSONText(.object(document)), etag: plain.etag), times: parsed)
     }
 
     /// Sends one device's edits of some top-level members, all made at
@@ -91,7 +91,7 @@ extension MockCloudClient {
             throw ClientError.invalidArgument("fields holds updatedAt: pass the time of the edits as editedAt")
         }
         object["updatedAt"] = .string(Timestamp.format(Self.micros(editedAt)))
-        let request = HTTPRequest(
+        let request = TransportRequest(
             method: "PATCH", target: "/user/settings",
             headers: [("Content-Type", "application/merge-patch+json"), ("X-Merge", "fields")],
             body: JSONText(.object(object)).bytes)
@@ -100,7 +100,7 @@ extension MockCloudClient {
         guard response.header("x-merge") == "fields" else {
             throw ClientError.badAnswer("the box merged the whole document, not per field: it is a MockCloud without X-Merge")
         }
-        let settings = Settings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
+        let settings = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
         guard let header = response.header("x-merge-kept") else { return FieldMerge(settings: settings, kept: []) }
         let (listed, complete) = try Self.keptMembers(header)
         if complete { return FieldMerge(settings: settings, kept: listed) }

@@ -1,5 +1,7 @@
+import Foundation
+
 /// One HTTP exchange, as the client hands it to a transport.
-public struct HTTPRequest: Sendable {
+public struct TransportRequest: Sendable {
     /// `GET`, `PUT`, `PATCH`, `POST` or `DELETE`.
     public var method: String
     /// The path and query, e.g. `/inbox?limit=1000`, appended to the base URL.
@@ -19,7 +21,7 @@ public struct HTTPRequest: Sendable {
 
 /// What came back: the status, the headers (names lowercased), the body
 /// already decoded from any `Content-Encoding`.
-public struct HTTPResponse: Sendable {
+public struct TransportResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
@@ -37,36 +39,70 @@ public struct HTTPResponse: Sendable {
     }
 }
 
-/// Why no answer came.
-public enum TransportError: Error, Sendable, CustomStringConvertible {
-    /// The server's certificate did not verify against the trusted CA (or
-    /// did not name the host): never retried, never bypassed.
-    case untrusted(String)
-    /// No connection, or it broke before the whole answer arrived: the
-    /// request may or may not have reached the server.
-    case connection(String)
-    /// The transport could not be set up (a CA file it cannot read, a trust
-    /// store that holds more than the box's CA).
-    case setup(String)
-    /// The calling task was cancelled: the transfer was stopped where it
-    /// was, so the request may or may not have reached the server.
-    case cancelled
+/// Why no answer came. A struct, so that kinds can be added without
+/// breaking an app's `switch` (match `code`). A cancelled transfer throws
+/// `CancellationError`.
+public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+    /// The kind of failure. New kinds may be added in a minor release.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The server's certificate did not verify against the trusted CA
+        /// (or did not name the host): never retried, never bypassed.
+        public static let untrusted = Code("untrusted")
+        /// No connection, or it broke before the whole answer arrived: the
+        /// request may or may not have reached the server.
+        public static let connection = Code("connection")
+        /// The transport could not be set up (a CA file it cannot read, a
+        /// trust store that holds more than the box's CA, a URL that is not
+        /// https).
+        public static let setup = Code("setup")
+    }
+
+    public let code: Code
+    /// What the TLS or HTTP library said.
+    public let detail: String
+
+    private init(_ code: Code, _ detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+
+    public static func untrusted(_ detail: String) -> TransportError { TransportError(.untrusted, detail) }
+    public static func connection(_ detail: String) -> TransportError { TransportError(.connection, detail) }
+    public static func setup(_ detail: String) -> TransportError { TransportError(.setup, detail) }
 
     public var description: String {
-        switch self {
-        case .untrusted(let detail): return "the server's certificate was not trusted: \(detail)"
-        case .connection(let detail): return "connection failed: \(detail)"
-        case .setup(let detail): return "transport setup failed: \(detail)"
-        case .cancelled: return "cancelled"
+        switch code {
+        case .untrusted: return "the server's certificate was not trusted: \(detail)"
+        case .connection: return "connection failed: \(detail)"
+        default: return "transport setup failed: \(detail)"
         }
     }
+
+    /// The same sentence as `description`, for alerts.
+    public var errorDescription: String? { description }
 }
 
 /// Sends requests to one server over TLS that trusts the box's CA. The
 /// client calls it one request at a time; an implementation keeps its
 /// connection alive between calls. Cancelling the calling task stops the
-/// transfer at once and throws `TransportError.cancelled`; a transport
-/// throws only `TransportError`.
+/// transfer at once and throws `CancellationError`; a transport throws
+/// only `TransportError` otherwise.
 public protocol HTTPTransport: Sendable {
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse
+    func send(_ request: TransportRequest) async throws -> TransportResponse
+}
+
+/// A transport's base URL as the text requests are appended to.
+enum TransportBase {
+    /// `url` without a trailing slash; `setup` unless it is https with a
+    /// host and no query or fragment (requests add their own path).
+    static func text(of url: URL) throws -> String {
+        guard url.scheme?.lowercased() == "https", let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
+        else { throw TransportError.setup("the box's URL must be https://host[:port] (got \(url.absoluteString))") }
+        let text = url.absoluteString
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
 }

@@ -28,10 +28,10 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let session: URLSession
 
     /// `baseURL` like `https://192.168.1.20:8443`. Throws
-    /// `TransportError.setup` (on Linux, for a trust store that holds more
-    /// than `trust`'s certificate).
-    public init(baseURL: String, trust: TrustAnchor) throws {
-        guard baseURL.hasPrefix("https://") else { throw TransportError.setup("the URL must start with https://") }
+    /// `TransportError.setup` for a URL that is not https (and on Linux, for
+    /// a trust store that holds more than `trust`'s certificate).
+    public init(baseURL: URL, trust: TrustAnchor) throws {
+        let baseURL = try TransportBase.text(of: baseURL)
         #if canImport(FoundationNetworking)
         try LinuxTrustStore.check(onlyAnchor: trust.der)
         let delegate: (any URLSessionDelegate)? = nil
@@ -44,7 +44,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.connectionProxyDictionary = [:]
         configuration.timeoutIntervalForRequest = 120
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.baseURL = baseURL
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
@@ -81,7 +81,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
         guard let url = URL(string: baseURL + request.target) else {
             throw TransportError.setup("bad URL \(baseURL + request.target)")
         }
@@ -90,21 +90,21 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
         if !request.body.isEmpty { urlRequest.httpBody = Data(request.body) }
         let running = Running()
-        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
+        let result: Result<TransportResponse, any Error> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 running.start(session.dataTask(with: urlRequest) { data, response, error in
                     if let error {
                         return continuation.resume(returning: .failure(Self.error(error, cancelled: running.wasCancelled)))
                     }
                     guard let http = response as? HTTPURLResponse else {
-                        return continuation.resume(returning: .failure(.connection("not an HTTP answer")))
+                        return continuation.resume(returning: .failure(TransportError.connection("not an HTTP answer")))
                     }
                     let headers = http.allHeaderFields.compactMap { name, value -> (name: String, value: String)? in
                         guard let name = name as? String, let value = value as? String else { return nil }
                         return (name.lowercased(), value)
                     }
                     continuation.resume(
-                        returning: .success(HTTPResponse(status: http.statusCode, headers: headers, body: [UInt8](data ?? Data()))))
+                        returning: .success(TransportResponse(status: http.statusCode, headers: headers, body: [UInt8](data ?? Data()))))
                 })
             }
         } onCancel: {
@@ -113,18 +113,18 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         return try result.get()
     }
 
-    /// URLSession's failure as the client treats it: a certificate that did
-    /// not verify is `untrusted` (never retried), a cancelled task
-    /// `cancelled`, everything else (refused, reset, cut, timed out)
+    /// URLSession's failure as the client treats it: a cancelled task is
+    /// `CancellationError`, a certificate that did not verify `untrusted`
+    /// (never retried), everything else (refused, reset, cut, timed out)
     /// `connection`.
-    private static func error(_ error: any Error, cancelled: Bool) -> TransportError {
-        if cancelled { return .cancelled }
-        guard let error = error as? URLError else { return .connection("\(error)") }
+    private static func error(_ error: any Error, cancelled: Bool) -> any Error {
+        if cancelled { return CancellationError() }
+        guard let error = error as? URLError else { return TransportError.connection("\(error)") }
         let text = error.localizedDescription
         switch error.code {
         case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateHasBadDate,
             .serverCertificateNotYetValid:
-            return .untrusted(text)
+            return TransportError.untrusted(text)
         #if canImport(FoundationNetworking)
         // FoundationNetworking reports libcurl's verification failures as
         // `.unknown` with libcurl's words: these are OpenSSL's verify
@@ -132,13 +132,13 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         case .unknown
         where text.hasPrefix("SSL certificate problem") || text.contains("does not match target host name")
             || text.contains("no alternative certificate subject name matches"):
-            return .untrusted(text)
+            return TransportError.untrusted(text)
         #else
         case .cancelled:
-            return .untrusted("the certificate did not verify against the CA file")  // the challenge refused it
+            return TransportError.untrusted("the certificate did not verify against the CA file")  // the challenge refused it
         #endif
         default:
-            return .connection(text)
+            return TransportError.connection(text)
         }
     }
 }

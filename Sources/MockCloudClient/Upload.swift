@@ -72,7 +72,7 @@ public enum UploadOutcome: Sendable, Equatable {
     }
 }
 
-extension MockCloudClient {
+extension BoxClient {
     /// Sends `items` as `POST /inbox:bulk` requests within the server's
     /// limits, in order, and returns one outcome per item, in item order.
     ///
@@ -175,7 +175,7 @@ extension MockCloudClient {
 
     /// One `POST /inbox:bulk`; the results, checked against the ids sent.
     func sendBulk(_ body: [UInt8], ids: [MessageID]) async throws -> [UploadOutcome] {
-        let request = HTTPRequest(
+        let request = TransportRequest(
             method: "POST", target: "/inbox:bulk", headers: [("Content-Type", "application/json")], body: body)
         let response = try await exchange(request, .safe)
         guard response.status == 200 else { throw Self.refusal(response) }

@@ -227,7 +227,7 @@ package struct InboxStore: Sendable {
             return nil
         }
         envelope.seq = seq
-        envelope.source = source?.rawValue
+        envelope.sourceText = source?.rawValue
         envelope.serverReceivedAt = receivedAt
         envelope.printOnce()  // for the file and the answer
         outcome.written = envelope
@@ -334,7 +334,7 @@ package struct InboxStore: Sendable {
             defer { chunk = min(64, chunk * 2) }
             for record in try log.records(from: index, count: chunk) {
                 if let state = try load(record.id), state.seq == record.seq,
-                    state.isTombstone || excluded == nil || state.source != excluded?.rawValue
+                    state.isTombstone || excluded == nil || state.sourceText != excluded?.rawValue
                 {
                     if taken == limit {
                         result.hasMore = true

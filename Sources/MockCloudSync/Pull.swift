@@ -16,7 +16,7 @@ import MockCloudSystem
 /// for each change (`GET /inbox?wait=`) and applies it as it commits,
 /// printing one line per change (JSON with `--json`), until interrupted.
 struct Pull {
-    let client: MockCloudClient
+    let client: BoxClient
     let directory: String
     let excludeOwn: Bool
     var follow = false
@@ -34,45 +34,48 @@ struct Pull {
         var record = try folder.readState(Self.recordName)
         var written = 0, removed = 0, pages = 0, resynced = false
         var current = false  // following, and the folder caught up once
-        for try await page in client.changes(since: try anchors.load(), excludingOwnWrites: excludeOwn, follow: follow) {
-            pages += 1
-            if page.startsResync {
-                resynced = true
-                try anchors.save(nil)
-            }
-            do {
-                var batch = AtomicBatch(directory: directory)
-                for message in page.messages {
-                    guard let body = message.body else { continue }  // a page's messages are live
-                    try batch.stage(body.bytes, as: message.id.rawValue + ".json")
-                    record[message.id] = [String(message.version), String(message.seq)]
+        // Following ends when Ctrl-C or SIGTERM cancels the task.
+        do {
+            for try await page in client.changes(since: try anchors.load(), excludingOwnWrites: excludeOwn, follow: follow) {
+                pages += 1
+                if page.startsResync {
+                    resynced = true
+                    try anchors.save(nil)
                 }
-                try batch.commit()
-                var gone = page.deleted.map(\.id)
-                if let live = page.liveIDs { gone += record.keys.filter { !live.contains($0) } }
-                for id in gone {
-                    if try AtomicFile.remove(id.rawValue + ".json", in: directory, durably: false) { removed += 1 }
-                    record[id] = nil
+                do {
+                    var batch = AtomicBatch(directory: directory)
+                    for message in page.messages {
+                        guard let body = message.body else { continue }  // a page's messages are live
+                        try batch.stage(body.bytes, as: message.id.rawValue + ".json")
+                        record[message.id] = [String(message.version), String(message.seq)]
+                    }
+                    try batch.commit()
+                    var gone = page.deleted.map(\.id)
+                    if let live = page.liveIDs { gone += record.keys.filter { !live.contains($0) } }
+                    for id in gone {
+                        if try AtomicFile.remove(id.rawValue + ".json", in: directory, durably: false) { removed += 1 }
+                        record[id] = nil
+                    }
+                    if !gone.isEmpty { try Sys.syncDirectory(directory) }
+                } catch {
+                    throw ClientError.local("cannot write into \(directory): \(ClientError.describe(error))")
                 }
-                if !gone.isEmpty { try Sys.syncDirectory(directory) }
-            } catch {
-                throw ClientError.local("cannot write into \(directory): \(ClientError.describe(error))")
+                written += page.messages.count
+                try folder.writeState(Self.recordName, record)
+                if !page.isFullRead || !page.hasMore { try anchors.save(page.anchor) }
+                if current {
+                    Self.show(page, &output)
+                } else {
+                    output.progress("pull: \(written) written, \(removed) removed (\(pages) pages)")
+                }
+                if follow && !current && !page.hasMore {
+                    current = true
+                    output.result("pull: \(record.count) messages in \(directory); following (Ctrl-C stops)",
+                                  [("command", .string("pull")), ("written", .int(written)), ("removed", .int(removed)),
+                                   ("messages", .int(record.count)), ("resync", .bool(resynced)), ("following", .bool(true))])
+                }
             }
-            written += page.messages.count
-            try folder.writeState(Self.recordName, record)
-            if !page.isFullRead || !page.hasMore { try anchors.save(page.anchor) }
-            if current {
-                Self.show(page, &output)
-            } else {
-                output.progress("pull: \(written) written, \(removed) removed (\(pages) pages)")
-            }
-            if follow && !current && !page.hasMore {
-                current = true
-                output.result("pull: \(record.count) messages in \(directory); following (Ctrl-C stops)",
-                              [("command", .string("pull")), ("written", .int(written)), ("removed", .int(removed)),
-                               ("messages", .int(record.count)), ("resync", .bool(resynced)), ("following", .bool(true))])
-            }
-        }
+        } catch is CancellationError where follow {}
         if follow {
             output.result("pull: stopped following; \(record.count) messages in \(directory)",
                           [("command", .string("pull")), ("stopped", .bool(true)), ("messages", .int(record.count))])

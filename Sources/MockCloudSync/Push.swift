@@ -28,7 +28,7 @@ import MockCloudWire
 ///     dropped and every file is sent again (unchanged ones answer 200 and
 ///     change nothing).
 struct Push {
-    let client: MockCloudClient
+    let client: BoxClient
     let directory: String
     let deleteMissing: Bool
     static let stateName = ".mockcloud-sync-pushed"

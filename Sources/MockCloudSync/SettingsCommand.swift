@@ -7,7 +7,7 @@ import MockCloudWire
 enum SettingsCommand {
     /// Prints the stored document (pretty) and its ETag on stderr; with
     /// `--json`, `{"etag": …, "document": …}`. No settings stored: exit 6.
-    static func get(_ client: MockCloudClient, _ output: inout Output) async throws -> Int32 {
+    static func get(_ client: BoxClient, _ output: inout Output) async throws -> Int32 {
         guard let settings = try await client.settings() else {
             throw ClientError.refused(status: 404, error: "no settings stored for this user")
         }
@@ -18,7 +18,7 @@ enum SettingsCommand {
     /// PUT (or merge-PATCH) the JSON object in `file`. On 409/412 the
     /// server's current document is printed and the exit status is 1.
     static func write(
-        _ client: MockCloudClient, file: String, patch: Bool, ifMatch: String?, _ output: inout Output
+        _ client: BoxClient, file: String, patch: Bool, ifMatch: String?, _ output: inout Output
     ) async throws -> Int32 {
         let document = try read(file)
         let write = patch
@@ -43,7 +43,7 @@ enum SettingsCommand {
     /// (`patchSettings(fields:editedAt:)`) and prints what the box holds
     /// then. A member whose box value won (edited there later) is named on
     /// stderr (`kept` with `--json`) and the exit status is 1.
-    static func merge(_ client: MockCloudClient, file: String, editedAt: Date, _ output: inout Output) async throws -> Int32 {
+    static func merge(_ client: BoxClient, file: String, editedAt: Date, _ output: inout Output) async throws -> Int32 {
         let merged = try await client.patchSettings(fields: try read(file), editedAt: editedAt)
         if !merged.kept.isEmpty, !output.json {
             output.error("kept on the box, edited there later: \(merged.kept.joined(separator: ", "))")
@@ -63,7 +63,7 @@ enum SettingsCommand {
         return try JSONText(validating: try folder.read(name))
     }
 
-    private static func show(_ settings: Settings, status: String, _ output: inout Output) {
+    private static func show(_ settings: BoxSettings, status: String, _ output: inout Output) {
         if !output.json, let etag = settings.etag { output.error("ETag: \(etag)") }
         output.result(pretty(settings.document),
                       [("status", .string(status)), ("etag", settings.etag.map { .string($0) } ?? .null),

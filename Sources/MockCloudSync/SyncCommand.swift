@@ -60,7 +60,7 @@ public enum SyncCommand {
             let token = try options.token?.read()
             let trust = try TrustAnchor(caFile: options.caFile, expectedSHA256: options.caSHA256)
             let transport = try CurlTransport(baseURL: options.url, trust: trust)
-            let client = MockCloudClient(
+            let client = BoxClient(
                 configuration: ClientConfiguration(
                     userKey: options.userKey, deviceID: options.deviceID, token: token),
                 transport: transport)
@@ -84,6 +84,8 @@ public enum SyncCommand {
             output.error(error.description)
             if options.json { output.result("", [("error", .string(error.description))]) }
             return status(for: error)
+        } catch is CancellationError {
+            return interrupted
         } catch {
             output.error("\(error)")
             return localFailure
@@ -91,25 +93,12 @@ public enum SyncCommand {
     }
 
     static func status(for error: ClientError) -> Int32 {
-        switch error {
-        case .invalidArgument, .local: return localFailure
+        switch error.code {
         case .untrusted: return untrusted
         case .unavailable: return unavailable
         case .refused: return refused
         case .badAnswer: return badAnswer
-        case .cancelled: return interrupted
-        }
-    }
-}
-
-extension TransportError {
-    /// As the client's error, for the exit status.
-    var asClientError: ClientError {
-        switch self {
-        case .untrusted(let text): return .untrusted(text)
-        case .connection(let text): return .unavailable(text)
-        case .setup(let text): return .local(text)
-        case .cancelled: return .cancelled
+        default: return localFailure
         }
     }
 }

@@ -22,7 +22,7 @@ struct SyncOptions {
     }
 
     var command: Command
-    var url: String
+    var url: URL
     var caFile: String
     var caSHA256: String?
     var token: TokenSource?
@@ -105,7 +105,7 @@ struct SyncOptions {
             command = .settingsMerge(
                 file: parsed.argument("FILE") ?? "", editedAt: Date(timeIntervalSince1970: Double(micros) / 1_000_000))
         }
-        guard let url = parsed.value("--url"), url.hasPrefix("https://"), url.utf8.count > 8 else {
+        guard let text = parsed.value("--url"), text.hasPrefix("https://"), text.utf8.count > 8, let url = URL(string: text) else {
             throw UsageError("--url must be https://BOX:PORT (HTTPS only)")
         }
         guard let key = parsed.value("--user-key").flatMap(UserKey.init) else {

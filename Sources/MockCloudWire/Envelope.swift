@@ -10,7 +10,10 @@ public struct Envelope: Sendable, Equatable {
     /// The change's place in the key's feed; a new one for every change.
     public var seq: Int64
     /// The device that wrote it (`X-Device-Id`), if it named itself.
-    public var source: String?
+    public var source: DeviceID? { sourceText.flatMap(DeviceID.init) }
+    /// `source` as stored: kept as written, so that an envelope is printed
+    /// back byte for byte even when its source predates the id's shape.
+    package var sourceText: String?
     /// When the server stored it (`20260518T044304.134233Z`).
     public var serverReceivedAt: String
     /// The writer's JSON object, kept intact; `nil` for a tombstone.
@@ -28,8 +31,8 @@ public struct Envelope: Sendable, Equatable {
     private var printedBody: [UInt8]?
 
     public static func == (a: Envelope, b: Envelope) -> Bool {
-        (a.id, a.version, a.seq, a.source, a.serverReceivedAt, a.content)
-            == (b.id, b.version, b.seq, b.source, b.serverReceivedAt, b.content)
+        (a.id, a.version, a.seq, a.sourceText, a.serverReceivedAt, a.content)
+            == (b.id, b.version, b.seq, b.sourceText, b.serverReceivedAt, b.content)
     }
 
     /// True for the tombstone of a deleted message.
@@ -49,7 +52,7 @@ public struct Envelope: Sendable, Equatable {
         object["id"] = .string(id.rawValue)
         object["version"] = .number(String(version))
         object["seq"] = .number(String(seq))
-        object["source"] = source.map(JSONValue.string) ?? .null
+        object["source"] = sourceText.map(JSONValue.string) ?? .null
         object["serverReceivedAt"] = .string(serverReceivedAt)
         return object
     }
@@ -79,7 +82,7 @@ public struct Envelope: Sendable, Equatable {
         self.id = id
         self.version = version
         self.seq = seq
-        self.source = source
+        self.sourceText = source
         self.serverReceivedAt = serverReceivedAt
         content = body
     }

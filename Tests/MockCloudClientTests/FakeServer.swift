@@ -5,29 +5,29 @@ import MockCloudWire
 /// A transport that answers from a script instead of a network: each test
 /// says what the server does with each request and reads what was sent.
 actor FakeServer: HTTPTransport {
-    typealias Answer = @Sendable (HTTPRequest, Int) -> Result<HTTPResponse, TransportError>
+    typealias Answer = @Sendable (TransportRequest, Int) -> Result<TransportResponse, TransportError>
     private let answer: Answer
-    private(set) var requests: [HTTPRequest] = []
+    private(set) var requests: [TransportRequest] = []
 
     init(_ answer: @escaping Answer) { self.answer = answer }
 
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
         requests.append(request)
         return try answer(request, requests.count).get()
     }
 
-    static func json(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Result<HTTPResponse, TransportError> {
-        .success(HTTPResponse(status: status, headers: headers, body: Array(text.utf8)))
+    static func json(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Result<TransportResponse, TransportError> {
+        .success(TransportResponse(status: status, headers: headers, body: Array(text.utf8)))
     }
 
     /// The items of a bulk request body.
-    static func items(_ request: HTTPRequest) -> [JSONObject] {
+    static func items(_ request: TransportRequest) -> [JSONObject] {
         guard case .array(let items)? = (try? JSONParser.parse(request.body))?.objectValue?["messages"] else { return [] }
         return items.compactMap(\.objectValue)
     }
 
     /// A 200 bulk answer storing every item (201) at seq 1, 2, ….
-    static func storeAll(_ request: HTTPRequest) -> Result<HTTPResponse, TransportError> {
+    static func storeAll(_ request: TransportRequest) -> Result<TransportResponse, TransportError> {
         let rows = items(request).enumerated().map { index, item in
             #"{"id": "\#(item["id"]?.stringValue ?? "")", "status": 201, "seq": \#(index + 1)}"#
         }
@@ -37,15 +37,18 @@ actor FakeServer: HTTPTransport {
 
 /// Records the client's waits instead of sleeping.
 final class Waits: @unchecked Sendable {
+    /// Each wait, in seconds.
     private(set) var seconds: [Double] = []
-    func record(_ s: Double) { seconds.append(s) }
+    func record(_ wait: Duration) {
+        seconds.append(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+    }
 }
 
-func client(_ server: FakeServer, device: String? = "phone-1", waits: Waits = Waits(), attempts: Int = 5) -> MockCloudClient {
-    MockCloudClient(
+func client(_ server: FakeServer, device: String? = "phone-1", waits: Waits = Waits(), attempts: Int = 5) -> BoxClient {
+    BoxClient(
         configuration: ClientConfiguration(
             userKey: UserKey("u1")!, deviceID: device.flatMap(DeviceID.init),
-            retry: RetryPolicy(maxAttempts: attempts, initialDelay: 0.1, maxDelay: 1, maxRetryAfter: 60),
+            retry: RetryPolicy(maxAttempts: attempts, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60)),
             sleep: { waits.record($0) }),
         transport: server)
 }

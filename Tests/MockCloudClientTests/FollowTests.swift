@@ -1,3 +1,4 @@
+import Foundation
 import MockCloudClient
 import MockCloudWire
 import Testing
@@ -87,22 +88,22 @@ import Testing
         #expect(await server.requests.map(\.target).last == "/inbox?limit=1000&anchor=aa.0.1&exclude-source=phone-1&wait=30")
     }
 
-    @Test func cancellingTheTaskEndsAFollowAtOnceWithoutAnError() async throws {
+    @Test func cancellingTheTaskEndsAFollowAtOnceWithCancellationError() async throws {
         let server = HoldingServer(first: page([envelope("a", version: 1, seq: 1)], anchor: "aa.0.1", hasMore: false))
-        let follow = MockCloudClient(configuration: ClientConfiguration(userKey: UserKey("u1")!), transport: server)
+        let follow = BoxClient(configuration: ClientConfiguration(userKey: UserKey("u1")!), transport: server)
         let (firstPage, signal) = AsyncStream<Void>.makeStream()
-        let task = Task { () throws -> Int in
-            var count = 0
+        let counted = Counter()
+        let task = Task { () throws -> Void in
             for try await _ in follow.changes(since: nil, follow: true) {
-                count += 1
+                counted.add()
                 signal.yield()
             }
-            return count
         }
         for await _ in firstPage { break }
         let started = ContinuousClock.now
         task.cancel()
-        #expect(try await task.value == 1)
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(counted.value == 1)
         #expect(ContinuousClock.now - started < .seconds(5))
         #expect(await server.waitsCancelled == 1)
     }
@@ -111,12 +112,12 @@ import Testing
         let server = FakeServer { _, n in
             switch n {
             case 1: return FakeServer.json(200, #"{"units": "metric"}"#, headers: [("etag", #""e1""#)])
-            case 2: return .success(HTTPResponse(status: 304, headers: [("etag", #""e1""#)], body: []))
+            case 2: return .success(TransportResponse(status: 304, headers: [("etag", #""e1""#)], body: []))
             case 3: return FakeServer.json(200, #"{"units": "imperial"}"#, headers: [("etag", #""e2""#)])
             default: return FakeServer.json(404, #"{"error": "no settings stored for this user"}"#)
             }
         }
-        var seen: [Settings?] = []
+        var seen: [BoxSettings?] = []
         for try await settings in client(server).settingsUpdates(after: nil) {
             seen.append(settings)
             if seen.count == 3 { break }
@@ -136,20 +137,32 @@ actor HoldingServer: HTTPTransport {
     let first: String
     private var answered = false
     private(set) var waitsCancelled = 0
+    private var requests = 0
+
+    func requestCount() -> Int { requests }
 
     init(first: String) { self.first = first }
 
-    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        requests += 1
         if !answered {
             answered = true
-            return HTTPResponse(status: 200, headers: [], body: Array(first.utf8))
+            return TransportResponse(status: 200, headers: [], body: Array(first.utf8))
         }
         do {
             try await Task.sleep(nanoseconds: 600_000_000_000)
         } catch {
             waitsCancelled += 1
-            throw .cancelled
+            throw CancellationError()
         }
-        throw .connection("held for ten minutes")
+        throw TransportError.connection("held for ten minutes")
     }
+}
+
+/// A count shared with a task.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func add() { lock.withLock { count += 1 } }
 }

@@ -24,7 +24,7 @@ import Testing
     }
 
     /// The second push, the kept anchor answered with `gone`.
-    func pushAgain(_ directory: TemporaryDirectory, gone: String) async throws -> (status: Int32, requests: [HTTPRequest]) {
+    func pushAgain(_ directory: TemporaryDirectory, gone: String) async throws -> (status: Int32, requests: [TransportRequest]) {
         let server = FakeServer { request, _ in
             if request.method == "POST" { return FakeServer.storeAll(request) }
             if request.target.contains("anchor=aa.0.2") { return FakeServer.json(410, gone) }

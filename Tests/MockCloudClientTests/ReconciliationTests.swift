@@ -13,7 +13,7 @@ import Testing
                 : FakeServer.json(200, Self.older, headers: [("etag", "\"a\"")])
         }
         let result = try await client(server).reconcileSettings(local: body(Self.older))
-        #expect(result == .createdOnBox(Settings(document: body(Self.older), etag: "\"a\"")))
+        #expect(result == .createdOnBox(BoxSettings(document: body(Self.older), etag: "\"a\"")))
         let put = try #require(await server.requests.last)
         #expect(put.method == "PUT" && put.headers.contains { $0 == ("If-None-Match", "*") })
     }
@@ -21,14 +21,14 @@ import Testing
     @Test func anUnreachableBoxKeepsTheLocalCopy() async throws {
         let server = FakeServer { _, _ in .failure(.connection("Connection refused")) }
         let result = try await client(server, attempts: 2).reconcileSettings(local: body(Self.older))
-        guard case .unreachable(.unavailable) = result else { Issue.record("\(result)"); return }
+        guard result.kind == .unreachable, result.error?.code == .unavailable else { Issue.record("\(result)"); return }
         #expect(await server.requests.allSatisfy { $0.method == "GET" })
     }
 
     @Test func aNewerBoxDocumentIsHandedBackAndNothingIsWritten() async throws {
         let server = FakeServer { _, _ in FakeServer.json(200, Self.newer, headers: [("etag", "\"b\"")]) }
         let result = try await client(server).reconcileSettings(local: body(Self.older))
-        #expect(result == .boxIsNewer(Settings(document: body(Self.newer), etag: "\"b\"")))
+        #expect(result == .boxIsNewer(BoxSettings(document: body(Self.newer), etag: "\"b\"")))
         #expect(await server.requests.map(\.method) == ["GET"])
     }
 
@@ -39,7 +39,7 @@ import Testing
                 : FakeServer.json(200, Self.newer, headers: [("etag", "\"c\"")])
         }
         let result = try await client(server).reconcileSettings(local: body(Self.newer))
-        #expect(result == .pushedLocal(Settings(document: body(Self.newer), etag: "\"c\"")))
+        #expect(result == .pushedLocal(BoxSettings(document: body(Self.newer), etag: "\"c\"")))
         let put = try #require(await server.requests.last)
         #expect(put.method == "PUT" && put.headers.contains { $0 == ("If-Match", "\"a\"") })
     }
@@ -48,7 +48,7 @@ import Testing
         let same = #"{"updatedAt": "20260101T100500Z", "heightCm": 180}"#
         let server = FakeServer { _, _ in FakeServer.json(200, same, headers: [("etag", "\"d\"")]) }
         #expect(try await client(server).reconcileSettings(local: body(Self.newer))
-            == .inSync(Settings(document: body(same), etag: "\"d\"")))
+            == .inSync(BoxSettings(document: body(same), etag: "\"d\"")))
     }
 
     @Test func aPushThatLosesARaceIsJudgedAgainstWhatWon() async throws {
@@ -61,6 +61,6 @@ import Testing
             }
         }
         let result = try await client(server).reconcileSettings(local: body(Self.newer))
-        #expect(result == .boxIsNewer(Settings(document: body(newest), etag: "\"e\"")))
+        #expect(result == .boxIsNewer(BoxSettings(document: body(newest), etag: "\"e\"")))
     }
 }

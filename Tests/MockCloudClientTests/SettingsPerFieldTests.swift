@@ -15,7 +15,7 @@ import Testing
         200, #"{"document": \#(stored), "times": \#(times)}"#, headers: [("etag", "\"t1\""), ("x-merge", "fields")])
     static func at(_ text: String) -> Date { Date(timeIntervalSince1970: Double(Timestamp.parse(text)!) / 1_000_000) }
 
-    static func header(_ request: HTTPRequest, _ name: String) -> String? {
+    static func header(_ request: TransportRequest, _ name: String) -> String? {
         request.headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 
@@ -25,7 +25,7 @@ import Testing
         }
         let merged = try await client(server, device: "phone-a")
             .patchSettings(fields: body(#"{"weightCalibrationFactor": 0.999, "gone": null}"#), editedAt: Self.at("2026-05-18T10:01:00.5Z"))
-        #expect(merged == FieldMerge(settings: Settings(document: body(Self.stored), etag: "\"m1\""), kept: []))
+        #expect(merged == FieldMerge(settings: BoxSettings(document: body(Self.stored), etag: "\"m1\""), kept: []))
         let sent = try #require(await server.requests.first)
         #expect(sent.method == "PATCH" && sent.target == "/user/settings")
         #expect(Self.header(sent, "Content-Type") == "application/merge-patch+json")
@@ -85,7 +85,7 @@ import Testing
     @Test func theTimesAreReadWithTheDocument() async throws {
         let server = FakeServer { _, _ in Self.timedAnswer }
         let timed = try #require(try await client(server).settingsWithTimes())
-        #expect(timed.settings == Settings(document: body(Self.stored), etag: "\"t1\""))
+        #expect(timed.settings == BoxSettings(document: body(Self.stored), etag: "\"t1\""))
         #expect(timed.times?["unitSystem"] == MemberTime(editedAt: Self.at("2026-05-18T10:05:00Z"), device: DeviceID("phone-b")))
         #expect(timed.times?["heightCm"] == MemberTime(editedAt: Self.at("2026-05-18T10:00:00Z")))
         #expect(Self.header(try #require(await server.requests.first), "X-Merge") == "fields")
@@ -94,7 +94,7 @@ import Testing
     @Test func aBoxWithoutMemberTimesAnswersTheDocumentAlone() async throws {
         let server = FakeServer { _, _ in FakeServer.json(200, Self.stored, headers: [("etag", "\"p\"")]) }
         let timed = try #require(try await client(server).settingsWithTimes())
-        #expect(timed == TimedSettings(settings: Settings(document: body(Self.stored), etag: "\"p\""), times: nil))
+        #expect(timed == TimedSettings(settings: BoxSettings(document: body(Self.stored), etag: "\"p\""), times: nil))
     }
 
     // MARK: - The launch reconciliation
@@ -107,7 +107,7 @@ import Testing
             "weightCalibrationFactor": Self.at("2026-05-18T10:01:00Z"), "heightCm": Self.at("2026-05-18T09:00:00Z"),
             "updatedAt": Self.at("2026-05-18T10:01:00Z"),
         ])
-        #expect(result == .mergedPerField(Settings(document: body(Self.stored), etag: "\"m\""), kept: []))
+        #expect(result == .mergedPerField(BoxSettings(document: body(Self.stored), etag: "\"m\""), kept: []))
         let patches = await server.requests.filter { $0.method == "PATCH" }.map { String(decoding: $0.body, as: UTF8.self) }
         #expect(patches == [
             #"{"heightCm": null, "updatedAt": "20260518T090000.000000Z"}"#,
@@ -118,9 +118,9 @@ import Testing
     @Test func withNothingEditedLocallyTheBoxsDocumentIsInSyncOrNewer() async throws {
         let server = FakeServer { _, _ in Self.timedAnswer }
         let same = try await client(server).reconcileSettings(local: body(Self.stored), editedFields: [:])
-        #expect(same == .inSync(Settings(document: body(Self.stored), etag: "\"t1\"")))
+        #expect(same == .inSync(BoxSettings(document: body(Self.stored), etag: "\"t1\"")))
         let other = try await client(server).reconcileSettings(local: body(#"{"unitSystem": "metric"}"#), editedFields: [:])
-        #expect(other == .boxIsNewer(Settings(document: body(Self.stored), etag: "\"t1\"")))
+        #expect(other == .boxIsNewer(BoxSettings(document: body(Self.stored), etag: "\"t1\"")))
         #expect(await server.requests.allSatisfy { $0.method == "GET" })
     }
 
@@ -133,7 +133,7 @@ import Testing
                 : FakeServer.json(200, newer, headers: [("etag", "\"c\"")])
         }
         let result = try await client(server).reconcileSettings(local: body(newer), editedFields: ["heightCm": Date()])
-        #expect(result == .pushedLocal(Settings(document: body(newer), etag: "\"c\"")))
+        #expect(result == .pushedLocal(BoxSettings(document: body(newer), etag: "\"c\"")))
         #expect(await server.requests.map(\.method) == ["GET", "GET", "PUT"])
     }
 
@@ -143,7 +143,7 @@ import Testing
         }
         let result = try await client(server, attempts: 2)
             .reconcileSettings(local: body(#"{"heightCm": 180}"#), editedFields: ["heightCm": Date()])
-        guard case .unreachable(.unavailable) = result else { Issue.record("\(result)"); return }
+        guard result.kind == .unreachable, result.error?.code == .unavailable else { Issue.record("\(result)"); return }
     }
 
     // MARK: - mockcloud-sync settings merge

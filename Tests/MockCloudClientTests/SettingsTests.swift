@@ -13,7 +13,7 @@ typealias TemporaryDirectoryPath = TemporaryDirectory
         }
         let write = try await client(server).putSettings(body(#"{"updatedAt": "2026-01-01T00:00:00Z"}"#))
         #expect(write == .conflict(status: 409, error: "updatedAt is older; nothing was written",
-                                   current: Settings(document: body(#"{"updatedAt": "2026-01-02T00:00:00Z", "units": "metric"}"#), etag: "\"abc\"")))
+                                   current: BoxSettings(document: body(#"{"updatedAt": "2026-01-02T00:00:00Z", "units": "metric"}"#), etag: "\"abc\"")))
     }
 
     @Test func aConditionalWriteWhoseAnswerWasLostIsNotSentAgainBlindly() async throws {
@@ -53,7 +53,7 @@ typealias TemporaryDirectoryPath = TemporaryDirectory
             }
         }
         let write = try await client(server).putSettings(body(#"{"units": "metric"}"#), ifMatch: "\"old\"")
-        #expect(write == .written(Settings(document: body(#"{"units": "metric"}"#), etag: "\"new\"")))
+        #expect(write == .written(BoxSettings(document: body(#"{"units": "metric"}"#), etag: "\"new\"")))
         #expect(await server.requests.map(\.method) == ["PUT", "GET", "PUT"])
     }
 
@@ -75,14 +75,14 @@ typealias TemporaryDirectoryPath = TemporaryDirectory
                 : FakeServer.json(200, #"{"a": 1}"#, headers: [("etag", "\"t\"")])
         }
         let write = try await client(server).putSettings(body(#"{"a": 1}"#), ifMatch: "\"s\"")
-        #expect(write == .written(Settings(document: body(#"{"a": 1}"#), etag: "\"t\"")))
+        #expect(write == .written(BoxSettings(document: body(#"{"a": 1}"#), etag: "\"t\"")))
         #expect(await server.requests.map(\.method) == ["PUT", "PUT"])
     }
 
     @Test func aMergePatchSaysItsContentType() async throws {
         let server = FakeServer { _, _ in FakeServer.json(200, #"{"a": 1}"#, headers: [("etag", "\"t\"")]) }
         let write = try await client(server).patchSettings(body(#"{"b": null}"#))
-        #expect(write == .written(Settings(document: body(#"{"a": 1}"#), etag: "\"t\"")))
+        #expect(write == .written(BoxSettings(document: body(#"{"a": 1}"#), etag: "\"t\"")))
         let request = try #require(await server.requests.first)
         #expect(request.method == "PATCH" && request.headers.contains { $0 == ("Content-Type", "application/merge-patch+json") })
     }

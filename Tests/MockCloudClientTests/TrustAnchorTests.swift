@@ -26,7 +26,8 @@ import Testing
             #expect {
                 try TrustAnchor(pem: Array(pem.utf8), from: "ca.crt", expectedSHA256: pin)
             } throws: { error in
-                guard case ClientError.untrusted(let text) = error else { return false }
+                guard let error = error as? ClientError, error.code == .untrusted else { return false }
+                let text = error.detail
                 return text.hasPrefix("ca.crt holds 2 PEM blocks") && text.contains("exactly one")
             }
         }

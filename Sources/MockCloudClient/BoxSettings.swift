@@ -2,7 +2,7 @@ import MockCloudJSON
 import MockCloudWire
 
 /// The user's settings document and its entity tag.
-public struct Settings: Sendable, Equatable {
+public struct BoxSettings: Sendable, Equatable {
     public var document: JSONText
     /// The `ETag` as the server sent it (possibly weak, `W/"…"`, when the
     /// answer was gzipped): send it back unchanged as `If-Match`.
@@ -17,21 +17,21 @@ public struct Settings: Sendable, Equatable {
 /// What a settings write did.
 public enum SettingsWrite: Sendable, Equatable {
     /// 200: stored (`serverReceivedAt` set by the server).
-    case written(Settings)
+    case written(BoxSettings)
     /// 409 (the document's `updatedAt` is older than the stored one) or 412
     /// (`If-Match` did not hold): nothing was written; `current` is the
     /// server's document (nil when nothing is stored), for the caller to
     /// merge or give up.
-    case conflict(status: Int, error: String, current: Settings?)
+    case conflict(status: Int, error: String, current: BoxSettings?)
 }
 
-extension MockCloudClient {
+extension BoxClient {
     /// The stored settings; nil when none are stored (404).
-    public func settings() async throws -> Settings? {
-        let response = try await exchange(HTTPRequest(method: "GET", target: "/user/settings"), .safe)
+    public func settings() async throws -> BoxSettings? {
+        let response = try await exchange(TransportRequest(method: "GET", target: "/user/settings"), .safe)
         if response.status == 404 { return nil }
         guard response.status == 200 else { throw Self.refusal(response) }
-        return Settings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
+        return BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
     }
 
     /// Replaces the document (`PUT`); last writer wins by `updatedAt`.
@@ -56,7 +56,7 @@ extension MockCloudClient {
     ) async throws -> SettingsWrite {
         var headers = [(name: "Content-Type", value: type)]
         if let condition { headers.append(condition) }
-        let request = HTTPRequest(method: method, target: "/user/settings", headers: headers, body: document.bytes)
+        let request = TransportRequest(method: method, target: "/user/settings", headers: headers, body: document.bytes)
         let ifMatch = condition?.name == "If-Match" ? condition?.value : nil
         var settled = 0
         while true {
@@ -84,14 +84,14 @@ extension MockCloudClient {
     }
 
     /// A write's answer: 200 written, 409/412 a conflict with the server's `current`.
-    private static func settingsWrite(_ response: HTTPResponse) throws -> SettingsWrite {
+    private static func settingsWrite(_ response: TransportResponse) throws -> SettingsWrite {
         switch response.status {
         case 200:
-            return .written(Settings(document: try JSONText(validatingAnswer: response), etag: response.header("etag")))
+            return .written(BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag")))
         case 409, 412:
             let object = try Self.object(response)
             let current = object["current"].map {
-                Settings(document: JSONText($0), etag: response.header("etag"))
+                BoxSettings(document: JSONText($0), etag: response.header("etag"))
             }
             return .conflict(status: response.status, error: Self.errorText(response), current: current)
         default:
@@ -127,7 +127,7 @@ enum EntityTags {
 
 extension JSONText {
     /// An answer's body, which must be a JSON object.
-    init(validatingAnswer response: HTTPResponse) throws {
+    init(validatingAnswer response: TransportResponse) throws {
         do {
             try self.init(validating: response.body)
         } catch {
@@ -139,37 +139,25 @@ extension JSONText {
 /// `settingsUpdates(after:)`: each new state of the user's settings as it
 /// is stored (nil: deleted), until the task is cancelled.
 public struct SettingsUpdates: AsyncSequence, Sendable {
-    public typealias Element = Settings?
-    let client: MockCloudClient
-    let known: Settings?
+    public typealias Element = BoxSettings?
+    let client: BoxClient
+    let known: BoxSettings?
 
     public func makeAsyncIterator() -> Iterator { Iterator(client: client, known: known) }
 
     public struct Iterator: AsyncIteratorProtocol {
-        let client: MockCloudClient
+        let client: BoxClient
         /// What the caller holds: the last document handed out (nil: none).
-        var known: Settings?
+        var known: BoxSettings?
 
         /// The next state, different from the last: a document, or nil when
-        /// the settings were deleted. Ends (returns nil, not `.some(nil)`)
-        /// once the task is cancelled.
-        public mutating func next() async throws -> Settings?? {
+        /// the settings were deleted. Throws `CancellationError` once the
+        /// task is cancelled.
+        public mutating func next() async throws -> BoxSettings?? {
             while true {
-                if Task.isCancelled { return nil }
-                let response: HTTPResponse
-                do {
-                    response = try await client.waitForSettings(after: known?.etag)
-                } catch ClientError.cancelled {
-                    return nil
-                } catch ClientError.unavailable {
-                    // The box unreachable after every retry: wait it out, however long.
-                    do {
-                        try await client.configuration.sleep(client.configuration.retry.maxDelay)
-                    } catch {
-                        return nil
-                    }
-                    continue
-                }
+                let etag = known?.etag
+                let client = client
+                let response = try await client.waitingOutUnavailable { try await client.waitForSettings(after: etag) }
                 switch response.status {
                 case 304: continue
                 case 404:
@@ -177,19 +165,19 @@ public struct SettingsUpdates: AsyncSequence, Sendable {
                     known = nil
                     return .some(nil)
                 case 200:
-                    let settings = Settings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
+                    let settings = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
                     if let known, let tag = settings.etag, EntityTags.same(known.etag, tag) { continue }
                     known = settings
                     return .some(settings)
                 default:
-                    throw MockCloudClient.refusal(response)
+                    throw BoxClient.refusal(response)
                 }
             }
         }
     }
 }
 
-extension MockCloudClient {
+extension BoxClient {
     /// Each new state of the settings after `known` (what the caller holds;
     /// nil: nothing), as soon as a write stores it: waiting requests
     /// (`GET /user/settings?wait=` with `If-None-Match`, for
@@ -198,9 +186,9 @@ extension MockCloudClient {
     /// nil when the settings are deleted. A write of this device's own is
     /// handed out too (the document does not say who wrote it): compare its
     /// `etag` with the one the write returned. Cancelling the task stops the
-    /// waiting request at once and ends the sequence; a broken connection or
+    /// waiting request at once (`CancellationError`); a broken connection or
     /// a restart of the box is retried.
-    public func settingsUpdates(after known: Settings?) -> SettingsUpdates {
+    public func settingsUpdates(after known: BoxSettings?) -> SettingsUpdates {
         SettingsUpdates(client: self, known: known)
     }
 
@@ -208,9 +196,9 @@ extension MockCloudClient {
     /// (`""`): a stored document answers at once, and with nothing stored
     /// the box waits for one (`*` would wait past a document, which `*`
     /// names).
-    func waitForSettings(after etag: String?) async throws -> HTTPResponse {
+    func waitForSettings(after etag: String?) async throws -> TransportResponse {
         let target = "/user/settings?\(QueryParameters.wait)=\(configuration.waitSeconds)"
         return try await exchange(
-            HTTPRequest(method: "GET", target: target, headers: [("If-None-Match", etag ?? "\"\"")]), .safe)
+            TransportRequest(method: "GET", target: target, headers: [("If-None-Match", etag ?? "\"\"")]), .safe)
     }
 }

@@ -36,21 +36,21 @@ public struct ClientConfiguration: Sendable {
     /// Bulk requests `upload` keeps in flight: with 2, the next request
     /// crosses the link while the server stores the one before.
     public var uploadsInFlight: Int
-    /// Seconds each waiting request of a follow (`changes(since:follow:)`,
-    /// `settingsUpdates(after:)`) asks the box to hold it for a change
-    /// (`WireLimits.waitSeconds`). Shorter costs more requests; longer keeps
-    /// the box's program waiting longer after the client gave up.
-    public var waitSeconds: Int
+    /// How long each waiting request of a follow (`changes(since:follow:)`,
+    /// `settingsUpdates(after:)`) asks the box to hold it for a change, in
+    /// whole seconds within `WireLimits.waitSeconds`. Shorter costs more
+    /// requests; longer keeps the box's program waiting longer after the
+    /// client gave up.
+    public var wait: Duration
     /// How the client waits between attempts (tests pass one that records).
-    /// It throws when the task is cancelled, which ends the retries.
-    public var sleep: @Sendable (Double) async throws -> Void
+    /// It throws `CancellationError` when the task is cancelled, which ends
+    /// the retries.
+    public var sleep: @Sendable (Duration) async throws -> Void
 
     public init(
         userKey: UserKey, deviceID: DeviceID? = nil, token: String? = nil, retry: RetryPolicy = .standard,
-        limits: BulkLimits = .server, uploadsInFlight: Int = 2, waitSeconds: Int = 30,
-        sleep: @escaping @Sendable (Double) async throws -> Void = { seconds in
-            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
-        }
+        limits: BulkLimits = .server, uploadsInFlight: Int = 2, wait: Duration = .seconds(30),
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { duration in try await Task.sleep(for: duration) }
     ) {
         self.userKey = userKey
         self.deviceID = deviceID
@@ -58,15 +58,19 @@ public struct ClientConfiguration: Sendable {
         self.retry = retry
         self.limits = limits
         self.uploadsInFlight = max(1, uploadsInFlight)
-        self.waitSeconds = min(max(waitSeconds, WireLimits.waitSeconds.lowerBound), WireLimits.waitSeconds.upperBound)
+        let seconds = Int(wait.components.seconds)
+        self.wait = .seconds(min(max(seconds, WireLimits.waitSeconds.lowerBound), WireLimits.waitSeconds.upperBound))
         self.sleep = sleep
     }
+
+    /// `wait` as the `?wait=` query parameter's whole seconds.
+    var waitSeconds: Int { Int(wait.components.seconds) }
 }
 
 /// The sync client for one user key on one box: uploads in bulk, the change
 /// feed with 410 recovery, and settings with conditions. README's "Sync from
 /// a device" shows it in use; docs/API.md is the contract it follows.
-public struct MockCloudClient: Sendable {
+public struct BoxClient: Sendable {
     public let configuration: ClientConfiguration
     let transport: any HTTPTransport
 
@@ -88,13 +92,13 @@ public struct MockCloudClient: Sendable {
     /// none that says whether the write was applied, for the caller to
     /// settle by reading back.
     enum Exchange {
-        case answered(HTTPResponse)
+        case answered(TransportResponse)
         case unsettled(String)
     }
 
     /// Sends `request` with the user's headers, retrying by the policy; an
     /// unsettled write is `unavailable`.
-    func exchange(_ request: HTTPRequest, _ retry: Repeat) async throws -> HTTPResponse {
+    func exchange(_ request: TransportRequest, _ retry: Repeat) async throws -> TransportResponse {
         switch try await attempt(request, retry) {
         case .answered(let response): return response
         case .unsettled(let detail): throw ClientError.unavailable(detail)
@@ -102,8 +106,9 @@ public struct MockCloudClient: Sendable {
     }
 
     /// Sends `request` with the user's headers, retrying by the policy.
-    /// Cancelling the task stops the request in flight and every retry.
-    func attempt(_ request: HTTPRequest, _ retry: Repeat) async throws -> Exchange {
+    /// Cancelling the task stops the request in flight and every retry
+    /// (`CancellationError`).
+    func attempt(_ request: TransportRequest, _ retry: Repeat) async throws -> Exchange {
         var request = request
         request.headers.append(("X-User-Key", configuration.userKey.rawValue))
         if let device = configuration.deviceID { request.headers.append(("X-Device-Id", device.rawValue)) }
@@ -112,24 +117,24 @@ public struct MockCloudClient: Sendable {
         var attempt = 0
         while true {
             attempt += 1
-            if Task.isCancelled { throw ClientError.cancelled }
+            try Task.checkCancellation()
             let last = attempt >= policy.maxAttempts
             let attempts = "\(attempt) attempt\(attempt == 1 ? "" : "s")"
-            let response: HTTPResponse
+            let response: TransportResponse
             do {
                 response = try await transport.send(request)
             } catch {
-                if Task.isCancelled { throw ClientError.cancelled }
-                switch error as? TransportError {
-                case .cancelled?: throw ClientError.cancelled
-                case .untrusted(let detail)?: throw ClientError.untrusted(detail)
-                case .setup(let detail)?: throw ClientError.local(detail)
-                case .connection(let detail)?:
-                    guard retry == .safe else { return .unsettled("\(detail): no answer, the write may have been applied") }
-                    guard !last else { throw ClientError.unavailable("\(detail) (\(attempts))") }
+                try Task.checkCancellation()
+                if error is CancellationError { throw error }
+                guard let failure = error as? TransportError else { throw ClientError.local("the transport failed: \(error)") }
+                switch failure.code {
+                case .untrusted: throw ClientError.untrusted(failure.detail)
+                case .connection:
+                    guard retry == .safe else { return .unsettled("\(failure.detail): no answer, the write may have been applied") }
+                    guard !last else { throw ClientError.unavailable("\(failure.detail) (\(attempts))") }
                     try await pause(policy.delay(afterAttempt: attempt, retryAfter: nil))
                     continue
-                case nil: throw ClientError.local("the transport failed: \(error)")
+                default: throw ClientError.local(failure.detail)
                 }
             }
             switch Self.outcome(of: response) {
@@ -152,7 +157,7 @@ public struct MockCloudClient: Sendable {
     /// that says the data changed or may have, or says nothing of it).
     enum Outcome { case final, notDone, maybeDone }
 
-    static func outcome(of response: HTTPResponse) -> Outcome {
+    static func outcome(of response: TransportResponse) -> Outcome {
         switch response.status {
         case 429: return .notDone
         case 500, 502, 503, 504:
@@ -167,18 +172,33 @@ public struct MockCloudClient: Sendable {
         }
     }
 
-    /// The wait before the next attempt; a cancelled task stops here.
-    private func pause(_ seconds: Double) async throws {
+    /// The wait before the next attempt; a cancelled task stops here
+    /// (`CancellationError`, whatever the sleep threw).
+    func pause(_ duration: Duration) async throws {
         do {
-            try await configuration.sleep(seconds)
+            try await configuration.sleep(duration)
         } catch {
-            throw ClientError.cancelled
+            throw CancellationError()
         }
-        if Task.isCancelled { throw ClientError.cancelled }
+        try Task.checkCancellation()
+    }
+
+    /// `request`'s answer, with a box that stays unavailable through every
+    /// retry (a long restart, the Wi-Fi gone) waited out, however long it
+    /// lasts: a follow keeps following. Cancellation ends it
+    /// (`CancellationError`).
+    func waitingOutUnavailable<T>(_ request: () async throws -> T) async throws -> T {
+        while true {
+            do {
+                return try await request()
+            } catch ClientError.Code.unavailable {
+                try await pause(configuration.retry.maxDelay)
+            }
+        }
     }
 
     /// The answer's JSON object.
-    static func object(_ response: HTTPResponse) throws -> JSONObject {
+    static func object(_ response: TransportResponse) throws -> JSONObject {
         guard let value = try? JSONParser.parse(response.body, maxDepth: JSONParser.storedDocumentMaxDepth),
             let object = value.objectValue
         else { throw ClientError.badAnswer("status \(response.status) with a body that is not a JSON object") }
@@ -186,12 +206,12 @@ public struct MockCloudClient: Sendable {
     }
 
     /// The `error` sentence of an error answer, or its status alone.
-    static func errorText(_ response: HTTPResponse) -> String {
+    static func errorText(_ response: TransportResponse) -> String {
         (try? object(response))?["error"]?.stringValue ?? "no error text"
     }
 
     /// `.refused` for an answer the caller did not expect.
-    static func refusal(_ response: HTTPResponse) -> ClientError {
+    static func refusal(_ response: TransportResponse) -> ClientError {
         .refused(status: response.status, error: errorText(response))
     }
 }
