@@ -148,7 +148,8 @@ extension WaitError: HTTPResponseError {
             return "too many requests are waiting for changes (\(limit) at once on this server); "
                 + "retry after \(Waiting.retryAfterSeconds) seconds"
         case .addressHoldsItsShare(let share):
-            return "too many waiting requests from this address: \(share.places) already wait for changes, "
+            return "too many waiting requests from this address: \(share.places) already "
+                + (share.places == 1 ? "waits" : "wait") + " for changes, "
                 + "its share of the server's \(Waiting.atOnce) places (MOCKCLOUD_WAITS_PER_ADDRESS); "
                 + "retry after \(Waiting.retryAfterSeconds) seconds, or end a wait it no longer needs"
         }

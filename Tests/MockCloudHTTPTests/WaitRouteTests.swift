@@ -212,6 +212,19 @@ import Testing
             }
             #expect(settings.status == 429)
         }
+        // A share of one says so in the singular.
+        try holding(1, for: "192.168.1.25") {
+            let one = WaitHost(allow: { _ in }, answerPaths: { [] }, perAddress: 1)
+            var config = InboxSettings()
+            config.minimumFreeBytes = 0
+            let response = answer {
+                try InboxRoute(dataRoot: data.path, settings: config, waiting: one).respond(to: CGIRequest(
+                    method: "GET", path: "/inbox", query: "anchor=\(anchor)&wait=30", headers: ["X-User-Key": "u1"],
+                    environment: ["REMOTE_ADDR": "192.168.1.25"]))
+            }
+            #expect(response.status == 429)
+            #expect(String(decoding: response.body, as: UTF8.self).contains("this address: 1 already waits for changes"))
+        }
         // Its places free again, the address waits.
         #expect(feed("anchor=\(anchor)&wait=1", from: "192.168.1.23").status == 200)
     }
