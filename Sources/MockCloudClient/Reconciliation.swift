@@ -12,30 +12,7 @@ import MockCloudWire
 /// reads as the case did.
 public struct SettingsReconciliation: Sendable, Equatable, CustomStringConvertible {
     /// Which case it was. New kinds may be added in a minor release.
-    public struct Kind: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// Nothing was stored on the box (404): the local copy was stored there.
-        public static let createdOnBox = Kind("createdOnBox")
-        /// The box could not be reached, or its settings kept changing
-        /// while this ran: keep the local copy (and the edits) and try later.
-        public static let unreachable = Kind("unreachable")
-        /// The box's `updatedAt` is newer (or nothing is held locally):
-        /// apply its document locally.
-        public static let boxIsNewer = Kind("boxIsNewer")
-        /// The local `updatedAt` is newer: it was pushed, and the box holds it.
-        public static let pushedLocal = Kind("pushedLocal")
-        /// Both hold the same `updatedAt`: nothing to do.
-        public static let inSync = Kind("inSync")
-        /// The box keeps member times and `editedFields` were given: each
-        /// edited member was sent with its own edit time and merged per
-        /// field. `settings` is what the box holds now, to apply locally;
-        /// `kept` the edited members whose box value won (edited later
-        /// elsewhere).
-        public static let mergedPerField = Kind("mergedPerField")
-    }
+    public typealias Kind = ExtensibleKind<SettingsReconciliation>
 
     public let kind: Kind
     /// What the box holds now; nil for `unreachable`.
@@ -71,6 +48,32 @@ public struct SettingsReconciliation: Sendable, Equatable, CustomStringConvertib
         if let error { return "\(kind): \(error)" }
         return kept.isEmpty ? "\(kind)" : "\(kind), kept on the box: \(kept.joined(separator: ", "))"
     }
+}
+
+extension ExtensibleKind where Owner == SettingsReconciliation {
+    /// Nothing was stored on the box (404): the local copy was stored there.
+    public static var createdOnBox: Self { Self("createdOnBox") }
+
+    /// The box could not be reached, or its settings kept changing
+    /// while this ran: keep the local copy (and the edits) and try later.
+    public static var unreachable: Self { Self("unreachable") }
+
+    /// The box's `updatedAt` is newer (or nothing is held locally):
+    /// apply its document locally.
+    public static var boxIsNewer: Self { Self("boxIsNewer") }
+
+    /// The local `updatedAt` is newer: it was pushed, and the box holds it.
+    public static var pushedLocal: Self { Self("pushedLocal") }
+
+    /// Both hold the same `updatedAt`: nothing to do.
+    public static var inSync: Self { Self("inSync") }
+
+    /// The box keeps member times and `editedFields` were given: each
+    /// edited member was sent with its own edit time and merged per
+    /// field. `settings` is what the box holds now, to apply locally;
+    /// `kept` the edited members whose box value won (edited later
+    /// elsewhere).
+    public static var mergedPerField: Self { Self("mergedPerField") }
 }
 
 extension BoxClient {
