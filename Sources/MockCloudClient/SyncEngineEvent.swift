@@ -34,8 +34,8 @@ extension SyncEngine {
             /// its status). They left the queue and are not sent again.
             public static let settingsRefused = Kind("settingsRefused")
             /// The settings on the box, as first read and after each change,
-            /// this device's own merges included: `settings` (nil: none are
-            /// stored).
+            /// this device's own merges included: `settings` (nil: they were
+            /// deleted). While none are stored there is none of these.
             public static let boxSettings = Kind("boxSettings")
             /// A page of the feed was applied to the store with its anchor:
             /// `ids` stored or replaced, `deletedIDs` removed; `resynced`
