@@ -10,44 +10,7 @@ extension SyncEngine {
     /// others are empty.
     public struct Event: Sendable, Equatable, CustomStringConvertible {
         /// The kind of event. New kinds may be added in a minor release.
-        public struct Kind: Sendable, Hashable, CustomStringConvertible {
-            private let name: String
-            private init(_ name: String) { self.name = name }
-            public var description: String { name }
-
-            /// The box acknowledged these uploads (`ids`): it holds them, or
-            /// they are deleted. They left the queue.
-            public static let uploaded = Kind("uploaded")
-            /// These uploads were refused (`refusals`, each with its status
-            /// and the reason): 409, the box holds a newer version; 400; 413.
-            /// They left the queue and are not sent again.
-            public static let refused = Kind("refused")
-            /// The box could not take these uploads now (`ids`; `error`, a
-            /// 507: its storage is full). They stay queued and are sent
-            /// again after `retryIn`, or at `syncNow()`.
-            public static let deferred = Kind("deferred")
-            /// The box merged the settings edits of `members`: `settings` is
-            /// what it holds now, `keptMembers` those of them whose value on
-            /// the box won (edited later elsewhere). They left the queue.
-            public static let settingsMerged = Kind("settingsMerged")
-            /// The box refused the settings edits of `members` (`error`, with
-            /// its status). They left the queue and are not sent again.
-            public static let settingsRefused = Kind("settingsRefused")
-            /// The settings on the box, as first read and after each change,
-            /// this device's own merges included: `settings` (nil: they were
-            /// deleted). While none are stored there is none of these.
-            public static let boxSettings = Kind("boxSettings")
-            /// A page of the feed was applied to the store with its anchor:
-            /// `ids` stored or replaced, `deletedIDs` removed; `resynced`
-            /// when it began a full read after a 410.
-            public static let applied = Kind("applied")
-            /// The box could not be reached through every retry (`error`).
-            /// Everything queued is kept; the engine tries again after
-            /// `retryIn`, or at once after `syncNow()`.
-            public static let unreachable = Kind("unreachable")
-            /// The box answered again after `unreachable`.
-            public static let reachable = Kind("reachable")
-        }
+        public typealias Kind = ExtensibleKind<Event>
 
         public let kind: Kind
         public let ids: [MessageID]
@@ -152,4 +115,39 @@ extension SyncEngine {
 
         public var isEmpty: Bool { uploads.isEmpty && settingsMembers.isEmpty }
     }
+}
+
+extension ExtensibleKind where Owner == SyncEngine.Event {
+    /// The box acknowledged these uploads (`ids`): it holds them, or
+    /// they are deleted. They left the queue.
+    public static var uploaded: Self { Self("uploaded") }
+    /// These uploads were refused (`refusals`, each with its status
+    /// and the reason): 409, the box holds a newer version; 400; 413.
+    /// They left the queue and are not sent again.
+    public static var refused: Self { Self("refused") }
+    /// The box could not take these uploads now (`ids`; `error`, a
+    /// 507: its storage is full). They stay queued and are sent
+    /// again after `retryIn`, or at `syncNow()`.
+    public static var deferred: Self { Self("deferred") }
+    /// The box merged the settings edits of `members`: `settings` is
+    /// what it holds now, `keptMembers` those of them whose value on
+    /// the box won (edited later elsewhere). They left the queue.
+    public static var settingsMerged: Self { Self("settingsMerged") }
+    /// The box refused the settings edits of `members` (`error`, with
+    /// its status). They left the queue and are not sent again.
+    public static var settingsRefused: Self { Self("settingsRefused") }
+    /// The settings on the box, as first read and after each change,
+    /// this device's own merges included: `settings` (nil: they were
+    /// deleted). While none are stored there is none of these.
+    public static var boxSettings: Self { Self("boxSettings") }
+    /// A page of the feed was applied to the store with its anchor:
+    /// `ids` stored or replaced, `deletedIDs` removed; `resynced`
+    /// when it began a full read after a 410.
+    public static var applied: Self { Self("applied") }
+    /// The box could not be reached through every retry (`error`).
+    /// Everything queued is kept; the engine tries again after
+    /// `retryIn`, or at once after `syncNow()`.
+    public static var unreachable: Self { Self("unreachable") }
+    /// The box answered again after `unreachable`.
+    public static var reachable: Self { Self("reachable") }
 }
