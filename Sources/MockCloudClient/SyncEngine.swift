@@ -80,7 +80,10 @@ public actor SyncEngine {
         configuration.sleep = { duration in try await nudge.sleep(for: duration, using: sleep) }
         self.client = BoxClient(configuration: configuration, transport: client.transport)
         self.nudge = nudge
-        (events, emitter) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
+        // Not `AsyncStream.makeStream`: iOS 16's standard library lacks it.
+        var emitter: AsyncStream<Event>.Continuation?
+        events = AsyncStream(bufferingPolicy: .bufferingNewest(256)) { emitter = $0 }
+        self.emitter = emitter!
     }
 
     deinit { emitter.finish() }
@@ -161,6 +164,13 @@ public actor SyncEngine {
         guard !running else { throw ClientError.invalidArgument("this SyncEngine is running already: call run() once at a time") }
         running = true
         defer { running = false }
+        try await sendAndFollow()
+    }
+
+    /// `run()`'s three loops, until one throws (cancellation included).
+    /// Nonisolated: the iOS 16 SDK's task group cannot be awaited from
+    /// the actor.
+    private nonisolated func sendAndFollow() async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.sendQueued() }
             group.addTask { try await self.followFeed() }
