@@ -172,14 +172,14 @@ def crash_checks(checks, lib, box, t, work, rounds=40, seed=7):
     versions = {}  # id -> last version handed out
     mirror = {}    # another device's writes, each acknowledged by the box
     clock = 0
-    stats = {"kills": 0, "killed while running": 0, "acknowledged puts": 0, "acknowledged deletions": 0,
+    stats = {"kills": 0, "killed while running": 0, "killed among its enqueues": 0, "acknowledged puts": 0, "acknowledged deletions": 0,
              "acknowledged edits": 0, "changes handed over unacknowledged": 0}
     problems = []
     for r in range(rounds):
         running = rng.random() < 0.75
         engine = Engine(lib, box, key, state, store, include_own=True, run=running)
         planned = []
-        for _ in range(rng.randint(3, 25)):
+        for _ in range(rng.randint(3, 40)):
             roll = rng.random()
             live = [i for i, changes in uploads.items() if changes[-1][0] is not None]
             if roll < 0.25:
@@ -212,11 +212,17 @@ def crash_checks(checks, lib, box, t, work, rounds=40, seed=7):
             status, _ = box.request("PUT", f"/inbox/{ident}", key, device="mirror-1", body={"scan": len(mirror)})
             if status in (200, 201):
                 mirror[ident] = (0, {"scan": len(mirror)})
-        time.sleep(rng.choice([rng.uniform(0, 0.15), rng.uniform(0.1, 0.5), rng.uniform(0.4, 1.5)]))
+        when = rng.random()
+        if when < 0.4:  # among the enqueues and edits: a few ms after the first was acknowledged
+            engine.until(lambda: engine.acks(), 30)
+            time.sleep(rng.uniform(0, 0.03))
+        else:  # during the sends, the feed's pages and the waits
+            time.sleep(rng.uniform(0.1, 0.5) if when < 0.7 else rng.uniform(0.4, 1.5))
         engine.kill()
+        acks = engine.acks()
         stats["kills"] += 1
         stats["killed while running"] += running
-        acks = engine.acks()
+        stats["killed among its enqueues"] += 0 < len(acks) < len(planned)
         for (kind, what, command), where, ack in zip(planned, places, acks):
             if ack.get("ack") != kind or (kind == "put" and (ack.get("id"), ack.get("version")) != what[:2]):
                 problems.append(f"round {r}: {command[:60]} acknowledged as {ack}")
