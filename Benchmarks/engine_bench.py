@@ -10,9 +10,11 @@ stack of Tests/support (nginx + fcgiwrap + the installed programs, TLS):
 1. Freshness: a scan written on one side until it is applied in a
    following engine's store (its `applied` event, printed once the store's
    file with the page and its anchor was renamed into place and synced).
-   The source is `mockcloud-sync push DIR` of the folder the new scan was
-   renamed into (a process per scan; the time counts from its start), and
-   another engine's `enqueue` (the time counts from the command).
+   The source is a scan renamed into the folder `mockcloud-sync push DIR
+   --watch` watches (the time counts from the rename), or, with a tool
+   that has no --watch, `mockcloud-sync push DIR` run after the rename (a
+   process per scan; the time counts from its start); and another
+   engine's `enqueue` (the time counts from the command).
 2. Coming home: a phone whose engine holds 5,000 queued samples and 3
    settings edits (made at 3 times) is started: the time from `run` until
    the box acknowledged all of them, beside the library's one-shot
@@ -80,8 +82,16 @@ def applied_at(engine, ident):
     return wait_for(lambda: next((e["t"] for e in engine.events("applied") if ident in e.get("ids", ())), None))
 
 
+def watching():
+    """Whether this mockcloud-sync has `push --watch`."""
+    return "--watch" in subprocess.run([TOOL, "--help"], capture_output=True, text=True).stdout
+
+
 def freshness(place, work, samples, tag):
-    """(from push start, push process alone, from enqueue) in seconds, per sample."""
+    """(from the source, the push process alone (none with --watch), from
+    enqueue) in seconds, per sample. The source is `push --watch` where the
+    tool has it (the time counts from the rename), else a push per scan
+    (from the push's start)."""
     key = f"fresh-{tag}-{int(time.time())}"
     follower = driver.Engine(place, place, key, os.path.join(work, f"follower-{tag}"), os.path.join(work, f"follower-{tag}.store"),
                              device="phone-1", run=True, attempts=None)
@@ -91,17 +101,25 @@ def freshness(place, work, samples, tag):
     os.makedirs(folder)
     common = ["--url", place.url, "--ca", place.ca, "--user-key", key, "--device-id", "mirror-1", "--json"]
     from_push, push_alone = [], []
+    watcher = None
+    if watching():
+        watcher = subprocess.Popen(place.prefix + [TOOL, "push", folder, "--watch", *common],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
     for i in range(samples):
         ident = f"scan-{i:03d}"
         with open(os.path.join(folder, f".{ident}.tmp"), "w") as f:
             json.dump(sample(i, 7), f)
-        os.rename(os.path.join(folder, f".{ident}.tmp"), os.path.join(folder, f"{ident}.json"))
         started = time.time()
-        subprocess.run(place.prefix + [TOOL, "push", folder, *common], check=True, capture_output=True)
-        ended = time.time()
+        os.rename(os.path.join(folder, f".{ident}.tmp"), os.path.join(folder, f"{ident}.json"))
+        if not watcher:
+            subprocess.run(place.prefix + [TOOL, "push", folder, *common], check=True, capture_output=True)
+            push_alone.append(time.time() - started)
         from_push.append(applied_at(follower, ident) - started)
-        push_alone.append(ended - started)
         time.sleep(0.1)
+    if watcher:
+        watcher.terminate()
+        watcher.wait(30)
     source = driver.Engine(place, place, key, os.path.join(work, f"source-{tag}"), os.path.join(work, f"source-{tag}.store"),
                            device="mirror-2", run=True, attempts=None)
     source.pending()
@@ -193,9 +211,12 @@ def main():
             home, once, _ = coming_home(place, work, "loop")
         finally:
             box.stop()
-        for label, values in (("`mockcloud-sync push` of the folder a scan was renamed into, from the push's start", from_push),
-                              ("the same push process alone (start to exit)", push_alone),
+        source = ("a scan renamed into the folder `mockcloud-sync push --watch` watches, from the rename" if watching()
+                  else "`mockcloud-sync push` of the folder a scan was renamed into, from the push's start")
+        for label, values in ((source, from_push), ("the same push process alone (start to exit)", push_alone),
                               ("another engine's `enqueue`, from the command", from_enqueue)):
+            if not values:
+                continue
             median, worst, best = summary(values)
             rows.append(f"| freshness, loopback: {label} | {len(values)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
         median, worst, best = summary(home)
@@ -225,7 +246,8 @@ def main():
                 wire_bytes = int(statistics.median(counted))
             finally:
                 lab.close()
-            for label, values in (("`mockcloud-sync push`, from the push's start", from_push),
+            for label, values in ((("`push --watch`, from the rename" if watching() else "`mockcloud-sync push`, from the push's start"),
+                                   from_push),
                                   ("another engine's `enqueue`, from the command", from_enqueue)):
                 median, worst, best = summary(values)
                 rows.append(f"| freshness, 10 ms link: {label} | {len(values)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
