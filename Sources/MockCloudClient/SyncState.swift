@@ -190,9 +190,6 @@ final class SyncJournal {
     private var handle: FileHandle
     /// The bytes of whole records: the next one is written here.
     private var size: UInt64
-    /// The bytes the records of the queue as it is would take: compaction
-    /// is due when the file is far larger.
-    private var historyBytes: UInt64 = 0
     /// Set when a failed write could not be undone: the file may end in a
     /// partial record, and nothing more is written to it until the engine
     /// is opened again (which drops such a tail).
@@ -250,7 +247,6 @@ final class SyncJournal {
         self.userKey = userKey
         self.handle = handle
         self.size = size
-        historyBytes = size
     }
 
     deinit { try? handle.close() }
@@ -297,7 +293,6 @@ final class SyncJournal {
             throw ClientError.local(what + "; nothing of this call was recorded, and the queue is as it was")
         }
         size += UInt64(bytes.count)
-        historyBytes += UInt64(bytes.count)
     }
 
     /// Rewrites the file as `queue`'s records alone when most of it is
@@ -331,7 +326,6 @@ final class SyncJournal {
             throw error
         }
         size = UInt64(bytes.count)
-        historyBytes = size
         broken = nil
     }
 }
