@@ -181,6 +181,17 @@ bench-client: install
 	@python3 Benchmarks/lan/bench_client.py
 	@python3 Benchmarks/lan/bench_client.py --tmpfs
 
+## SyncEngine as the app feels it (Benchmarks/engine_bench.py, a few
+## minutes): freshness from a scan pushed (or another engine's enqueue)
+## until it is applied in a following engine's store, 5,000 queued samples
+## and 3 settings edits drained when the phone comes home, an idle engine's
+## CPU; Benchmarks/results/engine.md. BENCH_ENGINE_ARGS=--lan adds
+## Benchmarks/lan's 10 ms link (root).
+.PHONY: bench-engine
+bench-engine: install
+	@packaging/deps.sh serve $(if $(findstring --lan,$(BENCH_ENGINE_ARGS)),lan)
+	@python3 Benchmarks/engine_bench.py $(BENCH_ENGINE_ARGS)
+
 ## A compaction as the key's other clients feel it (Benchmarks/compaction_bench.py):
 ## an inbox of 99,000 messages, the page cache dropped, the write that makes
 ## compaction due, then a feed read and a one-item write at once; each one's
