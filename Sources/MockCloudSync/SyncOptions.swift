@@ -35,6 +35,8 @@ struct SyncOptions {
     var excludeOwn: Bool
     /// pull: keep the folder current, waiting for each change, until interrupted.
     var follow: Bool
+    /// push: keep sending each file as it is written, until interrupted.
+    var watch: Bool
     var ifMatch: String?
 
     /// The variable that may hold the bearer token.
@@ -47,7 +49,9 @@ struct SyncOptions {
         name: "mockcloud-sync",
         commands: [
             .init("push", .push, arguments: [Argument("DIR")],
-                  options: [.flag("--delete", "push: delete on the server what was pushed from files now gone")],
+                  options: [.flag("--delete", "push: delete on the server what was pushed from files now gone"),
+                            .flag("--watch", "push: then send each file the moment it is written (closed or renamed in), "
+                                + "until interrupted; the box away, it waits and sends once it answers")],
                   summary: "every DIR/<id>.json becomes message <id> (version: its syncVersion)"),
             .init("pull", .pull, arguments: [Argument("DIR")],
                   options: [.flag("--exclude-own", "pull: skip this device's own writes in incremental reads"),
@@ -132,6 +136,7 @@ struct SyncOptions {
         deleteMissing = parsed.isSet("--delete")
         excludeOwn = parsed.isSet("--exclude-own")
         follow = parsed.isSet("--follow")
+        watch = parsed.isSet("--watch")
         ifMatch = parsed.value("--if-match")
     }
 
