@@ -67,9 +67,11 @@ import Testing
             .filter { $0["deleted"] != nil }.compactMap { $0["id"]?.stringValue }
     }
 
-    /// True once `condition` holds; false after 20 s.
+    /// True once `condition` holds; false after two minutes (a bound for a
+    /// stuck watch, not a speed: a full `swift test` on two cores can keep
+    /// the concurrency pool's threads busy for tens of seconds).
     static func eventually(_ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(10))
