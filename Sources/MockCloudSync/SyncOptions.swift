@@ -85,6 +85,7 @@ struct SyncOptions {
                   2 usage; 3 a local file; 4 the server's certificate was not trusted;
                   5 the server was unavailable after every retry; 6 the server refused
                   the request; 7 an answer that was not understood; 130 interrupted
+            push --watch and pull --follow run until Ctrl-C or SIGTERM, which end them with 0.
             """)
 
     private static let ifMatchOption = Option.value("--if-match", "ETAG", "write only if the stored settings have this ETag")
