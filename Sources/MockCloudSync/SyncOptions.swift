@@ -50,8 +50,7 @@ struct SyncOptions {
         commands: [
             .init("push", .push, arguments: [Argument("DIR")],
                   options: [.flag("--delete", "push: delete on the server what was pushed from files now gone"),
-                            .flag("--watch", "push: then send each file the moment it is written (closed or renamed in), "
-                                + "until interrupted; the box away, it waits and sends once it answers")],
+                            .flag("--watch", "push: then each file as it is written (closed or renamed in), until interrupted")],
                   summary: "every DIR/<id>.json becomes message <id> (version: its syncVersion)"),
             .init("pull", .pull, arguments: [Argument("DIR")],
                   options: [.flag("--exclude-own", "pull: skip this device's own writes in incremental reads"),
