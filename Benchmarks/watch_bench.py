@@ -15,6 +15,9 @@ answer's anchor; the tool watches a folder as the mirror box's unit runs it.
    the follower's waiting program), over `--samples` scans 0.3 s apart.
    The issue's end-to-end target, to the phone's store: median <= 40 ms,
    worst <= 150 ms.
+   Beside it, the box alone: the same one-item bulk request sent from here
+   on a warm keep-alive connection, until the follower has it; what the
+   tool adds is the difference.
 2. A burst: `--burst` scans renamed in as fast as Python can; the time
    from the first rename to the follower holding the last, and how many
    bulk requests the tool made of them.
@@ -144,6 +147,24 @@ def main():
                     figures.append((arrived - renamed) * 1000)
                     tool.append((acknowledged["scan-%d" % i] - renamed) * 1000)
             out["fresh"], out["tool"] = figures, tool
+            log("the box alone: the same bulk request from here, %d scans" % args.samples)
+            writer = suite.connect(ours.base, timeout=60, source="127.0.0.6")
+            alone = []
+            for i in range(args.samples + 5):
+                ident = "direct-%d" % i
+                body = json.dumps({"messages": [{"id": ident, "version": 1, "body": dict(sample(i, 3), syncVersion=1)}]})
+                sent = time.monotonic()
+                writer.request("POST", "/inbox:bulk", body=body, headers={
+                    "X-User-Key": KEY, "X-Device-Id": "mirror-2", "Content-Type": "application/json"})
+                answer = writer.getresponse()
+                answer.read()
+                assert answer.status == 200, answer.status
+                arrived = follower.when(ident)
+                time.sleep(0.3)
+                if i >= 5:
+                    alone.append((arrived - sent) * 1000)
+            writer.close()
+            out["alone"] = alone
             log("a burst of %d" % args.burst)
             before = len([line for line in lines if "ids" in line])
             first = None
@@ -195,6 +216,10 @@ def render(args, out, load_before, load_after):
         "| the tool's line for it (the box's answer, then the record synced) | %.1f ms | %.1f ms | %.1f ms | %.1f ms | |" % (
             statistics.median(out["tool"]), statistics.quantiles(out["tool"], n=10)[8], max(out["tool"]),
             min(out["tool"])),
+        "| the box alone: the same one-item bulk request sent from Python on a warm connection, until the follower's"
+        " answer | %.1f ms | %.1f ms | %.1f ms | %.1f ms | |" % (
+            statistics.median(out["alone"]), statistics.quantiles(out["alone"], n=10)[8], max(out["alone"]),
+            min(out["alone"])),
         "",
         "Each scan: " + ", ".join("%.1f" % v for v in fresh) + " ms.",
         "",
