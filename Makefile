@@ -170,6 +170,15 @@ bench-wait-share: install
 	@packaging/deps.sh serve
 	@python3 Benchmarks/wait_share.py $(BENCH_WAIT_SHARE_ARGS)
 
+## The mirror's freshness (Benchmarks/watch_bench.py, about a minute): a scan
+## renamed into the folder `mockcloud-sync push DIR --watch` watches, until a
+## phone's waiting GET /inbox?wait= has it (median and worst of 60), and a
+## burst of 1,000 (how long, how many bulk requests); Benchmarks/results/watch.md.
+.PHONY: bench-watch
+bench-watch: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/watch_bench.py $(BENCH_WATCH_ARGS)
+
 ## MockCloudClient over the same link (Benchmarks/lan/bench_client.py): a
 ## push of 10,000 samples and a pull of the 10,000-message feed through
 ## the library and mockcloud-sync, plain curl beside them, with the data on

@@ -37,6 +37,13 @@ local CA (no -k anywhere, this suite's own reads included):
   offline edits; a damaged state file; a second engine on one directory;
   the box away and back.
 
+- `push DIR --watch` (Tests/client/watch.py): a burst of 1,000 files with
+  the watcher SIGKILLed in the middle and started again, a version bump
+  written in place, a deletion with --delete, a half-written file held
+  back until closed, the stack stopped and started again under it (no
+  restart of the watcher), SIGTERM ending it with exit 0, and its system
+  calls under strace within the unit's SystemCallFilter.
+
 After each, the pushed folder and the pulled folder must equal the server's
 state: every id once, no extra, every body and version right.
 
@@ -68,6 +75,7 @@ from stack import Stack  # noqa: E402
 from suite import Checks  # noqa: E402
 import engine  # noqa: E402  (beside this file)
 import waiting  # noqa: E402  (beside this file)
+import watch  # noqa: E402  (beside this file)
 
 TOOL = os.environ.get("MOCKCLOUD_SYNC_BIN") or os.path.join(REPO, ".build", "release", "mockcloud-sync")
 ADMIN = os.path.join(REPO, "cgi-bin", "mockcloud-admin")
@@ -672,6 +680,12 @@ def main():
         boxes.append(waits)
         waiting.faults(waits, checks)
         waiting.follow_checks(waits, checks, TOOL)
+
+        # The mirror's watcher (Tests/client/watch.py), on a stack of its own
+        # that it stops and starts.
+        watched = Box(work, "watch")
+        boxes.append(watched)
+        watch.watch_checks(checks, watched, TOOL, work, folder_state, differences)
     finally:
         for b in boxes:
             b.stop()
