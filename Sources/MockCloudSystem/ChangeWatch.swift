@@ -29,9 +29,7 @@ package struct ChangeWatch {
 
     /// A new inotify instance (close it with `close`).
     package init() throws {
-        fd = FileDescriptor(rawValue: try Sys.retrying("inotify_init1", "") {
-            inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        })
+        fd = try Inotify.open()
     }
 
     package func close() {
@@ -98,36 +96,15 @@ package struct ChangeWatch {
     /// Reads every queued event; true when one concerns a followed file.
     private mutating func readEvents() throws -> Bool {
         var relevant = false
-        let size = 4096
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
-        defer { buffer.deallocate() }
-        while true {
-            let got = Glibc.read(fd.rawValue, buffer.baseAddress!, size)
-            if got < 0 {
-                let code = Glibc.errno
-                if code == EINTR { continue }
-                if code == EAGAIN { return relevant }
-                throw SystemError("read", path: "inotify", errno: code)
-            }
-            var offset = 0
-            // struct inotify_event: wd, mask, cookie, len, then len bytes of
-            // name (NUL-padded).
-            while offset + 16 <= got {
-                let watch = buffer.load(fromByteOffset: offset, as: Int32.self)
-                let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
-                let length = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
-                let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + 16)..<min(got, offset + 16 + length)])
-                offset += 16 + length
-                if mask & Self.lost != 0 {
-                    if mask & UInt32(IN_IGNORED) != 0 { names[watch] = nil }
-                    relevant = true
-                    continue
-                }
-                guard let wanted = names[watch] else { continue }
-                let name = nameBytes.prefix { $0 != 0 }
-                if name.elementsEqual(wanted.utf8) { relevant = true }
+        try Inotify.drain(fd) { watch, mask, name in
+            if mask & Self.lost != 0 {
+                if mask & UInt32(IN_IGNORED) != 0 { names[watch] = nil }
+                relevant = true
+            } else if let wanted = names[watch], name.elementsEqual(wanted.utf8) {
+                relevant = true
             }
         }
+        return relevant
     }
 
     /// What follows the last `/` of `path`.

@@ -364,8 +364,8 @@ def library_checks(checks, lib, box, transport):
     ids = [i for line in feed_lines if not line.get("full") for i in line.get("ids", ())]
     ended = stop(feed, feed_lines)
     checks.check(f"{transport}: changes(since:follow:) hands out each change as it commits, not the device's own "
-                 f"({', '.join('%.0f' % t for t in times)} ms), and a cancel ends it at once ({ended.get('ms', -1):.1f} ms)",
-                 [] if ids == ["scan-0", "scan-1", "scan-2", "scan-3"] and ended.get("outcome") == "ended"
+                 f"({', '.join('%.0f' % t for t in times)} ms), and a cancel ends it at once with CancellationError ({ended.get('ms', -1):.1f} ms)",
+                 [] if ids == ["scan-0", "scan-1", "scan-2", "scan-3"] and ended.get("outcome") == "cancelled"
                  and ended.get("ms", 1e9) < 1000 else [f"ids {ids}, end {ended}"])
 
     for units in ("metric", "imperial"):
@@ -379,6 +379,6 @@ def library_checks(checks, lib, box, transport):
             for line in settings_lines if "outcome" not in line]
     ended = stop(settings, settings_lines)
     checks.check(f"{transport}: settingsUpdates(after:) hands out each new document and the deletion, "
-                 f"and a cancel ends it at once ({ended.get('ms', -1):.1f} ms)",
-                 [] if seen == ["metric", "imperial", "deleted"] and ended.get("outcome") == "ended"
+                 f"and a cancel ends it at once with CancellationError ({ended.get('ms', -1):.1f} ms)",
+                 [] if seen == ["metric", "imperial", "deleted"] and ended.get("outcome") == "cancelled"
                  and ended.get("ms", 1e9) < 1000 else [f"seen {seen}, end {ended}"])
