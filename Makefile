@@ -4,15 +4,21 @@ PROGRAMS := user-settings inbox mockcloud-admin
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-.PHONY: serve test deps build install unit acceptance bench fuzz clean check-ios
+.PHONY: serve test test-all deps build install unit acceptance bench fuzz clean check-ios
 
 ## Serve HTTPS on 127.0.0.1:8443 (MOCKCLOUD_PORT/DATA/RUN/HOST/UPSTREAM/...).
 serve: deps install
 	@exec nginx/mockcloud-nginx.sh serve
 
-## Every test: unit, process and acceptance (real nginx + fcgiwrap + TLS).
-test: deps install
+## Every test: unit, process, acceptance (real nginx + fcgiwrap + TLS), API,
+## client, stress and fuzz; Tests/run-all.sh builds the programs, then runs
+## the suites side by side (docs/TESTING.md).
+test: deps
 	@Tests/run-all.sh
+
+## `make test` and the long runs: make stress, fuzz, flood and testssl.
+test-all: deps
+	@Tests/run-all.sh --all
 
 ## What a target needs, installed with apt-get when missing: one group of
 ## packaging/deps.sh (serve's for `make serve`, test's for the rest).
@@ -46,10 +52,11 @@ build:
 	    [[ .build/release/$$p -nt Benchmarks/symbol-order.txt ]] || rm -f .build/release/$$p; done
 	$(SWIFT) build -c release --static-swift-stdlib $(SPEED_FLAGS) $(IMPORT_CHECK)
 
-## The built programs, copied into cgi-bin/.
+## The built programs, into cgi-bin/: each replaced by a rename, so that a
+## stack serving from this checkout never meets a missing or half-written
+## program (packaging/install-programs.sh).
 install: build
-	@mkdir -p cgi-bin
-	@for p in $(PROGRAMS); do install -m 0755 .build/release/$$p cgi-bin/$$p; done
+	@packaging/install-programs.sh .build/release cgi-bin $(PROGRAMS)
 
 unit:
 	$(SWIFT) test $(IMPORT_CHECK)
@@ -71,7 +78,7 @@ acceptance: install
 
 ## Per-request cost beside a C CGI floor, through nginx + TLS and as bare
 ## process starts; PEER=path/to/python_mock_cloud.py adds the Python peer.
-## Tables to stdout and Benchmarks/results/latest.md (README's are copied by hand).
+## Tables to stdout and Benchmarks/results/latest.md (docs/PERFORMANCE.md's are copied by hand).
 bench:
 	@packaging/deps.sh bench
 	@$(MAKE) --no-print-directory install
@@ -183,7 +190,7 @@ bench-watch: install
 ## push of 10,000 samples and a pull of the 10,000-message feed through
 ## the library and mockcloud-sync, plain curl beside them, with the data on
 ## disk and on tmpfs; the tables go to stdout and Benchmarks/results/
-## client-lan{,-tmpfs}.md (README's figures are copied by hand). Needs root.
+## client-lan{,-tmpfs}.md (docs/PERFORMANCE.md's figures are copied by hand). Needs root.
 .PHONY: bench-client
 bench-client: install
 	@packaging/deps.sh serve
@@ -221,21 +228,26 @@ bench-lan: install
 	@packaging/deps.sh serve lan
 	@python3 Benchmarks/lan/bench_lan.py --venv .build/bench-lan-venv $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)
 
-## The client library and the README's code compiled for arm64-apple-ios16.0
-## (not part of make test: CI has no iOS SDK). On a Mac, with Xcode's SDK; on
-## Linux, with ../shared/apple/ios-build.sh and the SDK it describes
-## (IOS_BUILD, IOS_SDK_REPO to point elsewhere). Objects go to .build-ios.
-IOS_BUILD ?= ../shared/apple/ios-build.sh
-IOS_SDK_REPO ?= /work/.mirror/theos+sdks/repo
+## The client library and the sync guide's example (docs/SYNC.md) compiled
+## for arm64-apple-ios16.0 (not part of make test: CI has no iOS SDK). On a
+## Mac, with Xcode's SDK. On Linux, with a cross-build script and an iOS
+## SDK, both given: IOS_BUILD=path/to/ios-build.sh (it runs the command
+## after `--` against the SDK), and IOS_SDK_REPO=… (a git directory of the
+## SDKs, passed as --sdk-repo) or IOS_SDK=… (an unpacked iPhoneOS SDK,
+## passed as --sdk). Objects go to .build-ios.
 IOS_TARGETS := MockCloudClient MockCloudReadmeExample
 check-ios:
 	@if command -v xcrun >/dev/null; then \
 	    sdk="$$(xcrun --sdk iphoneos --show-sdk-path)" && \
 	    for t in $(IOS_TARGETS); do $(SWIFT) build --triple arm64-apple-ios16.0 --sdk "$$sdk" --scratch-path .build-ios --target $$t || exit 1; done; \
-	elif [[ -x "$(IOS_BUILD)" ]]; then \
-	    sdk_repo=(); [[ ! -d "$(IOS_SDK_REPO)" ]] || sdk_repo=(--sdk-repo "$(IOS_SDK_REPO)"); \
-	    for t in $(IOS_TARGETS); do "$(IOS_BUILD)" "$${sdk_repo[@]}" -- $(SWIFT) build --target $$t || exit 1; done; \
-	else \
-	    echo "check-ios: no xcrun and no $(IOS_BUILD): build on a Mac, or give IOS_BUILD=path/to/ios-build.sh"; exit 2; \
-	fi
+	    exit 0; \
+	fi; \
+	need="make check-ios IOS_BUILD=path/to/ios-build.sh IOS_SDK_REPO=path/to/sdks.git (or IOS_SDK=path/to/iPhoneOS.sdk)"; \
+	if [[ -z "$(IOS_BUILD)" ]]; then echo "check-ios: no xcrun here and no IOS_BUILD given; on Linux run: $$need"; exit 2; fi; \
+	if [[ ! -x "$(IOS_BUILD)" ]]; then echo "check-ios: IOS_BUILD=$(IOS_BUILD) is not an executable file; give the iOS cross-build script: $$need"; exit 2; fi; \
+	if [[ -n "$(IOS_SDK)" ]]; then sdk=(--sdk "$(IOS_SDK)"); sdk_dir="$(IOS_SDK)"; \
+	elif [[ -n "$(IOS_SDK_REPO)" ]]; then sdk=(--sdk-repo "$(IOS_SDK_REPO)"); sdk_dir="$(IOS_SDK_REPO)"; \
+	else echo "check-ios: no iOS SDK given; run: $$need"; exit 2; fi; \
+	if [[ ! -d "$$sdk_dir" ]]; then echo "check-ios: $$sdk_dir is not a directory; give an iOS SDK: $$need"; exit 2; fi; \
+	for t in $(IOS_TARGETS); do "$(IOS_BUILD)" "$${sdk[@]}" -- $(SWIFT) build --target $$t || exit 1; done
 	@echo "check-ios: $(IOS_TARGETS) build for arm64-apple-ios16.0"

@@ -179,9 +179,9 @@ let package = Package(
             path: "Benchmarks/client-bench"
         ),
 
-        // The README's "Sync from a device" code, compiled here (swift build,
+        // The sync guide's example (docs/SYNC.md), compiled here (swift build,
         // make test) and for iOS (make check-ios); ReadmeExampleTests keeps the
-        // README's copy the same.
+        // guide's copy the same.
         .target(name: "MockCloudReadmeExample", dependencies: ["MockCloudClient"], path: "Tests/ReadmeExample"),
 
         // What several test targets share: the one temporary-directory

@@ -25,7 +25,7 @@ The large inbox is written straight in the store's on-disk format (the
 harness's Tests/support/formats.py, checked against the programs by `make
 test`), which takes seconds, not the minutes that 100,000 requests would. Everything runs on 127.0.0.1 and every
 server started here is stopped by PID at the end. The tables go to stdout
-and Benchmarks/results/latest.md; README's Performance figures are a
+and Benchmarks/results/latest.md; docs/PERFORMANCE.md's figures are a
 person's to update from them. Only the standard library and Tests/support/;
 the tools are wrk, hyperfine and a C compiler.
 """
@@ -523,7 +523,7 @@ def main():
     with open(os.path.join(results, "latest.md"), "w") as f:
         f.write(report + "\n")
     log(f"done in {time.monotonic() - began:.0f}s; tables in Benchmarks/results/latest.md "
-        "(README's Performance figures are updated by hand from them)")
+        "(docs/PERFORMANCE.md's figures are updated by hand from them)")
 
 
 def git_revision():
@@ -547,7 +547,8 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
         if line.startswith("model name"):
             cpu = line.split(":", 1)[1].strip()
             break
-    command = "PEER=" + args.peer + " make bench" if args.peer else "make bench"
+    # The peer by its file name: where it lies on this machine is no reader's business.
+    command = "PEER=…/" + os.path.basename(args.peer) + " make bench" if args.peer else "make bench"
     out = [
         "Measured by `" + command + "` on " + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         + f", commit `{git_revision()}`: {os.cpu_count()} cores ({cpu}), Linux {platform.release()}; "

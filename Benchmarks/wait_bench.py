@@ -22,7 +22,7 @@ nginx + TLS on loopback, on a stack of the harness's own.
 4. CPU: what every process of the stack (nginx's workers, fcgiwrap, the
    waiting programs) uses over 20 s while 36 wait and nothing changes.
 
-Writes Benchmarks/results/wait.md (README's figures are copied by hand).
+Writes Benchmarks/results/wait.md (docs/PERFORMANCE.md's figures are copied by hand).
 """
 import argparse
 import json

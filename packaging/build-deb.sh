@@ -42,8 +42,13 @@ install -m 0644 "$DEB/fcgiwrap-mockcloud.conf" "$ROOT/lib/systemd/system/fcgiwra
 
 # Documentation, as Debian wants it.
 install -m 0644 "$DEB/copyright" "$ROOT/usr/share/doc/mockcloud/copyright"
-install -m 0644 "$REPO/README.md" "$ROOT/usr/share/doc/mockcloud/README.md"
-gzip -9n "$ROOT/usr/share/doc/mockcloud/README.md"
+# The README and the operator's pages it points to, in the same places
+# relative to one another (README.md, docs/...).
+install -d "$ROOT/usr/share/doc/mockcloud/docs"
+for page in README.md docs/OPERATIONS.md docs/API.md; do
+    install -m 0644 "$REPO/$page" "$ROOT/usr/share/doc/mockcloud/$page"
+    gzip -9n "$ROOT/usr/share/doc/mockcloud/$page"
+done
 {
     printf 'mockcloud (%s) stable; urgency=medium\n\n' "$VERSION"
     printf '  * Built from commit %s.\n\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"

@@ -30,6 +30,9 @@ install -m 0644 "$REPO/packaging/sync/mockcloud-sync-push@.service" "$ROOT/lib/s
 install -m 0644 "$REPO/packaging/sync/push.conf" "$ROOT/usr/share/doc/mockcloud-sync/examples/push.conf"
 install -m 0755 "$REPO/packaging/sync/postinst" "$REPO/packaging/sync/postrm" "$ROOT/DEBIAN/"
 install -m 0644 "$REPO/packaging/debian/copyright" "$ROOT/usr/share/doc/mockcloud-sync/copyright"
+# The sync guide: the tool's commands, trust, tokens, exit codes.
+gzip -9n <"$REPO/docs/SYNC.md" >"$ROOT/usr/share/doc/mockcloud-sync/SYNC.md.gz"
+chmod 0644 "$ROOT/usr/share/doc/mockcloud-sync/SYNC.md.gz"
 {
     printf 'mockcloud-sync (%s) stable; urgency=medium\n\n' "$VERSION"
     printf '  * Built from commit %s.\n\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)"

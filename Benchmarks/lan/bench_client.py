@@ -27,7 +27,7 @@ With --tmpfs the stack's data and the folders live on /dev/shm: the
 client and the link without this disk's fsyncs, which on a shared VM can
 make the server alone take seconds for the 10 bulk requests (the table's
 "server alone" line says how long). Writes a Markdown table to
-Benchmarks/results/client-lan.md (client-lan-tmpfs.md); README's figures
+Benchmarks/results/client-lan.md (client-lan-tmpfs.md); docs/PERFORMANCE.md's figures
 are copied by hand.
 Needs root (network namespaces), like bench-lan.
 """

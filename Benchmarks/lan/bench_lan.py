@@ -10,7 +10,7 @@ relay that delays and paces the packets the same way). The stack
 (nginx + fcgiwrap + the installed programs) serves on the server's end of the
 link (MOCKCLOUD_HOST); client.py runs in the phone's namespace. The link is
 checked first (a TCP connect takes about one round trip). Prints a table and
-writes it to Benchmarks/results/lan.md (README's figures are a person's
+writes it to Benchmarks/results/lan.md (docs/PERFORMANCE.md's figures are a person's
 to update from it). Everything it creates
 (namespaces, devices, relay, servers, temporary directories) is removed on
 exit, Ctrl-C included; where network namespaces are not permitted it says
@@ -213,7 +213,8 @@ def render(result, args, link, load_before, load_after):
         verdicts.append(f"10,000 messages read with gzip in {g['seconds'] * 1000:,.0f} ms (target < 1 s) "
                         f"**{'met' if g['seconds'] < 1 else 'missed'}**; bytes on the wire {g['bytes']:,} with gzip, "
                         f"{by['4 identity']['bytes']:,} without ({by['4 identity']['bytes'] / g['bytes']:.1f}× fewer)")
-    command = ("PEER=" + args.peer + " " if args.peer else "") + "make bench-lan"
+    # The peer by its file name: where it lies on this machine is no reader's business.
+    command = ("PEER=…/" + os.path.basename(args.peer) + " " if args.peer else "") + "make bench-lan"
     head = (f"Measured by `{command}` on {time.strftime('%Y-%m-%d')}, commit `{git_commit()}`: "
             f"{os.cpu_count()} cores, Linux {os.uname().release}; link: {link}, {DELAY_MS:g} ms each way, "
             f"{RATE_MBIT:g} Mbit/s; a TCP connect over it took {result['connect_seconds'] * 1000:.1f} ms "
@@ -270,7 +271,7 @@ def main():
         os.makedirs(results, exist_ok=True)
         with open(os.path.join(results, "lan.md"), "w", encoding="utf-8") as f:
             f.write(block + "\n")
-        print("bench-lan: the table is in Benchmarks/results/lan.md; README's figures are updated by hand",
+        print("bench-lan: the table is in Benchmarks/results/lan.md; docs/PERFORMANCE.md's figures are updated by hand",
               file=sys.stderr)
     except KeyboardInterrupt:
         print("bench-lan: interrupted; cleaning up", file=sys.stderr)

@@ -6,7 +6,7 @@ mockcloud-admin, run as the real programs.
 
 Each run is a random list (words of both tools, their options, empty
 strings, `--`, `-h`, random bytes) or a mutation of a command line the
-README and the tests use (a word dropped, doubled, moved, emptied, replaced,
+docs and the tests use (a word dropped, doubled, moved, emptied, replaced,
 glued to the one before with `=`, or split off it). The oracle: the program
 exits by itself (no signal, no trap, within 10 s) with a status it
 documents (mockcloud-admin: 0, 1 or 2; mockcloud-sync: 0 to 7) and says

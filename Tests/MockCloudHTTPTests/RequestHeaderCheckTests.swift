@@ -4,7 +4,11 @@ import MockCloudHTTPTestSupport
 import MockCloudTestSupport
 import Testing
 
-/// Issue 12: identity headers once each, and request bodies as sent.
+/// A request that names two users, two devices or two tokens could be read
+/// one way by nginx and another by the program: identity headers count only
+/// when sent once each. The programs decode no compression: a body sent with
+/// a Content-Encoding is refused with a 415 that says so, not failed as
+/// JSON that does not parse.
 @Suite struct RequestHeaderCheckTests {
     static func respond(_ values: [String: String], repeated: Set<String> = []) throws -> (CGIResponse, Bool) {
         var env = ["REQUEST_METHOD": "PUT", "DOCUMENT_URI": "/x", "CONTENT_LENGTH": "2"]

@@ -7,8 +7,9 @@ import MockCloudTestSupport
 import MockCloudWire
 import Testing
 
-/// Issue 12: what requests leave in the data directory, and what the service
-/// does with files it did not make there.
+/// A device on the LAN may send requests meant to fill the data directory
+/// or plant files in it: requests that find nothing leave nothing behind,
+/// and files the service did not make (links above all) are never followed.
 @Suite struct HostileDataDirectoryTests {
     let data: TemporaryDirectory
     let key = UserKey("u1")!

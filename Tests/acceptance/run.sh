@@ -4,6 +4,11 @@
 #
 #   Tests/acceptance/run.sh [cases/FILE.sh ...]    default: every cases/*.sh
 #
+# Given no files, ACCEPTANCE_WORKERS runners (default 2) share the case
+# files, each with a stack of its own, taking the next file from a common
+# queue, the slowest first; each one's output is printed whole when all
+# are done, then the sum. Given files, one runner takes them in order.
+#
 # A case file is a readable list of cases:
 #
 #   it "GET before anything is stored answers 404"
@@ -27,9 +32,12 @@ source "$HERE/../support/cases.sh"
 
 work_dir mca
 SERVER_PIDS=()
+# Directories a case made outside $WORK (in memory, say), removed at the end.
+SCRATCH_DIRS=()
 cleanup() {
     local pid
     for pid in "${SERVER_PIDS[@]}"; do stop_server "$pid"; done
+    ((${#SCRATCH_DIRS[@]} == 0)) || rm -rf "${SCRATCH_DIRS[@]}"
 }
 
 # ---------------------------------------------------------------- requests
@@ -225,7 +233,69 @@ head, tail = "{\"pad\": \"", "\"}"
 sys.stdout.write(head + "x" * (size - len(head) - len(tail)) + tail)' "$1" >"$2"
 }
 
+# ---------------------------------------------------------------- workers
+
+# The files that take longest (waits of up to a minute, thousands of
+# requests), first in the queue, so that the runners end together.
+SLOWEST_FIRST=(waiting launcher limits bulk backup inbox signing flood hostile)
+
+# queued_files: every case file, the slowest first.
+queued_files() {
+    local name file
+    for name in "${SLOWEST_FIRST[@]}"; do [[ ! -f "$HERE/cases/$name.sh" ]] || echo "$HERE/cases/$name.sh"; done
+    for file in "$HERE"/cases/*.sh; do
+        [[ " ${SLOWEST_FIRST[*]} " == *" $(basename "$file" .sh) "* ]] || echo "$file"
+    done
+}
+
+# next_file QUEUE: the queue's next file (none when it is empty), taken
+# under its lock so that each file goes to one runner.
+next_file() {
+    local queue="$1" taken
+    (
+        flock -x 9
+        taken="$(cat "$queue.taken" 2>/dev/null || echo 0)"
+        echo $((taken + 1)) >"$queue.taken"
+        sed -n "$((taken + 1))p" "$queue"
+    ) 9>"$queue.lock"
+}
+
+# run_workers N: N runners of this script on one queue; their outputs, one
+# after the other, then the sum as the last line.
+run_workers() {
+    local n="$1" i passed=0 failed=0 pids=() last
+    queued_files >"$WORK/queue"
+    for ((i = 1; i <= n; i++)); do
+        "$0" --worker "$WORK/queue" >"$WORK/worker-$i.log" 2>&1 &
+        pids+=($!)
+    done
+    for ((i = 1; i <= n; i++)); do
+        wait "${pids[i - 1]}"
+        echo "## runner $i of $n"
+        sed '$d' "$WORK/worker-$i.log"
+        last="$(tail -n 1 "$WORK/worker-$i.log")"
+        if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+            passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+        else
+            echo "$last"
+            echo "FAIL  runner $i ended without its count"
+            failed=$((failed + 1))
+        fi
+    done
+    echo "$passed passed, $failed failed"
+    ((failed == 0))
+}
+
 # ---------------------------------------------------------------- run
+
+QUEUE=""
+if [[ "${1:-}" == --worker ]]; then
+    QUEUE="$2"
+    shift 2
+elif (($# == 0 && ${ACCEPTANCE_WORKERS:-2} > 1)) && [[ -z "${MOCKCLOUD_TEST_BASE:-}" ]]; then
+    run_workers "${ACCEPTANCE_WORKERS:-2}"
+    exit
+fi
 
 command -v curl >/dev/null && command -v python3 >/dev/null && command -v openssl >/dev/null || {
     echo "curl, python3 and openssl are needed: packaging/deps.sh test"
@@ -248,13 +318,31 @@ elif ! start_stack main; then
 fi
 MAIN_PORT="$PORT"
 
-if (($# > 0)); then files=("$@"); else files=("$HERE"/cases/*.sh); fi
-for file in "${files[@]}"; do
-    printf '# %s\n' "${file#"$REPO"/}"
-    CASE_FILE="$(basename "$file" .sh)"
+if [[ -n "$QUEUE" ]]; then
+    files=()
+elif (($# > 0)); then
+    files=("$@")
+else
+    files=("$HERE"/cases/*.sh)
+fi
+# take_file: CASE_PATH, the next file to run (the queue's, or the list's); false at the end.
+take_file() {
+    if [[ -n "$QUEUE" ]]; then
+        CASE_PATH="$(next_file "$QUEUE")"
+    else
+        CASE_PATH="${files[0]:-}"
+        files=("${files[@]:1}")
+    fi
+    [[ -n "$CASE_PATH" ]]
+}
+while take_file; do
+    printf '# %s\n' "${CASE_PATH#"$REPO"/}"
+    CASE_FILE="$(basename "$CASE_PATH" .sh)"
+    file_started=$SECONDS
     [[ -n "${MOCKCLOUD_TEST_BASE:-}" ]] || use_stack main "$MAIN_PORT"
     # shellcheck source=/dev/null
-    source "$file"
+    source "$CASE_PATH"
     finish_case
+    printf '# %s: %d s\n' "${CASE_PATH#"$REPO"/}" $((SECONDS - file_started))
 done
 summary

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""A phone's sync as README's "How a client should sync" tells it, against
+"""A phone's sync as docs/API.md §4, "How a client syncs", tells it, against
 a stack whose compaction drops tombstones at once
 (MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=0, MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=1).
 
     sync_client.py https://127.0.0.1:PORT
 
 Each scenario ends by comparing the phone's local copy with the server's
-messages: a client that follows the README must hold exactly them. Exit 1
+messages: a client that follows those rules must hold exactly them. Exit 1
 with what differs.
 """
 import json
@@ -31,7 +31,7 @@ class Server(InboxHTTP):
 
 
 class Phone:
-    """The README's client: uploads its own changes, reads the feed with
+    """The client of docs/API.md §4: uploads its own changes, reads the feed with
     exclude-source=<itself> from its saved anchor, recovers from 410 by a
     full read (without exclude-source) that replaces its local copy."""
 
@@ -140,7 +140,7 @@ def main():
         phone.sync()
         truth = server.truth(key)
         if excludes_self:
-            # The README's old advice: the phone loses its own samples.
+            # A recovery read with exclude-source: the phone loses its own samples.
             if phone.recoveries != 1 or "own-1" in phone.local or "own-1" not in truth:
                 failures.append("the recovery read with exclude-source should lose the phone's own samples "
                                 f"(recoveries {phone.recoveries}, local {sorted(phone.local)}); the test proves nothing")

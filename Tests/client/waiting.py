@@ -123,7 +123,23 @@ def held_request(box, path, key, headers, results, index, protocol_timeout=90):
 def faults(box, checks):
     """The checks on `box`, a stack with compaction at 8 records and a
     tombstone horizon of 0 (every deletion expires at the next compaction)."""
-    # 1. Stopping the stack ends every wait with a clean answer or a closed connection.
+    waits_when_the_stack_stops(box, checks)
+    follower_over_a_restart(box, checks)
+    compaction_during_a_wait(box, checks)
+    gone_during_a_follow(box, checks)
+
+
+def following(box, key, anchor):
+    """A Follower from `anchor`, started, once its first wait is in."""
+    follower = Follower(box, key, anchor=anchor)
+    follower.start()
+    follower.waiting.wait(10)
+    time.sleep(0.5)
+    return follower
+
+
+def waits_when_the_stack_stops(box, checks):
+    """Stopping the stack ends every wait with a clean answer or a closed connection."""
     put(box, "w-stop", "seed")
     anchor = box.request("GET", "/inbox", "w-stop")[1]["anchor"]
     results = [None] * 6
@@ -152,12 +168,11 @@ def faults(box, checks):
     box.stack.settings.update(MOCKCLOUD_PORT=port, MOCKCLOUD_DATA=data)
     box.stack.start()
 
-    # 2. A follower survives a restart of the stack: nothing missed, nothing twice.
+
+def follower_over_a_restart(box, checks):
+    """A follower survives a restart of the stack: nothing missed, nothing twice."""
     put(box, "w-restart", "before")
-    follower = Follower(box, "w-restart", anchor=box.request("GET", "/inbox", "w-restart")[1]["anchor"])
-    follower.start()
-    follower.waiting.wait(10)
-    time.sleep(0.5)
+    follower = following(box, "w-restart", box.request("GET", "/inbox", "w-restart")[1]["anchor"])
     for i in range(3):
         put(box, "w-restart", f"a{i}")
     follower.wait_for(["a0", "a1", "a2"], 30)
@@ -174,15 +189,14 @@ def faults(box, checks):
                  [] if got and ids == ["a0", "a1", "a2", "b0", "b1", "b2", "c0"] else
                  [f"seen {follower.seen}, statuses {sorted(set(follower.statuses))}, errors {follower.errors[:5]}"])
 
-    # 3. A compaction during the wait: the follower's own writes make it due
-    # and do not end the wait; the next write of another device does.
+
+def compaction_during_a_wait(box, checks):
+    """A compaction during the wait: the follower's own writes make it due
+    and do not end the wait; the next write of another device does."""
     key = "w-compact"
     for i in range(4):
         put(box, key, f"m{i}")
-    follower = Follower(box, key, anchor=box.request("GET", "/inbox", key)[1]["anchor"])
-    follower.start()
-    follower.waiting.wait(10)
-    time.sleep(0.5)
+    follower = following(box, key, box.request("GET", "/inbox", key)[1]["anchor"])
     log = os.path.join(box.stack.data, "inbox", key, "changes.log")
     before = read_log(open(log, "rb").read())[0]
     for i in range(12):
@@ -200,9 +214,11 @@ def faults(box, checks):
                  and 410 not in follower.statuses else
                  [f"seen {follower.seen}, statuses {follower.statuses}, log records {before.records} -> {after.records}"])
 
-    # 4. A 410 during the follow: a deletion the compaction right after it
-    # drops (horizon 0) may reach the follower first or only as a 410; either
-    # way it recovers with a full read and ends with the server's state.
+
+def gone_during_a_follow(box, checks):
+    """A 410 during the follow: a deletion the compaction right after it
+    drops (horizon 0) may reach the follower first or only as a 410; either
+    way it recovers with a full read and ends with the server's state."""
     key = "w-gone"
     for i in range(6):
         put(box, key, f"g{i}")
@@ -364,7 +380,8 @@ def library_checks(checks, lib, box, transport):
     ids = [i for line in feed_lines if not line.get("full") for i in line.get("ids", ())]
     ended = stop(feed, feed_lines)
     checks.check(f"{transport}: changes(since:follow:) hands out each change as it commits, not the device's own "
-                 f"({', '.join('%.0f' % t for t in times)} ms), and a cancel ends it at once with CancellationError ({ended.get('ms', -1):.1f} ms)",
+                 f"({', '.join('%.0f' % t for t in times)} ms), and a cancel ends it at once with CancellationError "
+                 f"({ended.get('ms', -1):.1f} ms)",
                  [] if ids == ["scan-0", "scan-1", "scan-2", "scan-3"] and ended.get("outcome") == "cancelled"
                  and ended.get("ms", 1e9) < 1000 else [f"ids {ids}, end {ended}"])
 

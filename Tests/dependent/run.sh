@@ -42,14 +42,14 @@ let item = try UploadItem.sample(syncIdentifier: "nm-1-weight", syncVersion: 2, 
 precondition(Anchor("9f2c4e1a7b3d5c60.0.21") != nil && Anchor("9F2C.0.1") == nil)
 let pem = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n"
 let trust = try TrustAnchor(pem: Array(pem.utf8))
+let box = URL(string: "https://127.0.0.1:9")!
 #if canImport(Darwin)
-let transport = try URLSessionTransport(baseURL: URL(string: "https://127.0.0.1:9")!, trust: trust)
+let transport = try URLSessionTransport(baseURL: box, trust: trust)
 #else
-let transport = try CurlTransport(baseURL: URL(string: "https://127.0.0.1:9")!, trust: trust)
+let transport = try CurlTransport(baseURL: box, trust: trust)
 #endif
-let client = BoxClient(
-    configuration: ClientConfiguration(userKey: UserKey("u1")!, retry: RetryPolicy(maxAttempts: 1, initialDelay: .zero, maxDelay: .zero, maxRetryAfter: .zero)),
-    transport: transport)
+let once = RetryPolicy(maxAttempts: 1, initialDelay: .zero, maxDelay: .zero, maxRetryAfter: .zero)
+let client = BoxClient(configuration: ClientConfiguration(userKey: UserKey("u1")!, retry: once), transport: transport)
 do {
     _ = try await client.upload([item])
     print("unexpected: an upload to a closed port succeeded")

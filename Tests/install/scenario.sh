@@ -170,7 +170,7 @@ in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
 doctor=$?
 check [ "$doctor" == 0 ] || cat "$WORK/doctor.out"
 
-say "remove keeps data and configuration; purge removes them (README's purge policy)"
+say "remove keeps data and configuration; purge removes them (the purge policy of docs/OPERATIONS.md)"
 in_root /usr/sbin/nginx -s stop
 in_root sh -c 'DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq mockcloud' >"$WORK/remove.log" 2>&1 || { tail "$WORK/remove.log"; check false; }
 check test ! -e "$ROOT/usr/lib/mockcloud/cgi-bin/user-settings"

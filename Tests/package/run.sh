@@ -33,7 +33,10 @@ for want in "-rwxr-xr-x root/root ./usr/lib/mockcloud/cgi-bin/user-settings" \
     "-rw-r--r-- root/root ./etc/nginx/conf.d/mockcloud.conf" \
     "-rw-r--r-- root/root ./lib/systemd/system/fcgiwrap.service.d/mockcloud.conf" \
     "-rw-r--r-- root/root ./usr/share/doc/mockcloud/copyright" \
-    "-rw-r--r-- root/root ./usr/share/doc/mockcloud/changelog.gz"; do
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud/changelog.gz" \
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud/README.md.gz" \
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud/docs/OPERATIONS.md.gz" \
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud/docs/API.md.gz"; do
     grep -qxF -- "$want" "$WORK/contents" || fail "missing: $want"
 done
 ! grep -q 'sites-enabled' "$WORK/contents" || fail "the site is enabled by the package"

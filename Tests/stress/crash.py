@@ -181,7 +181,7 @@ def program(args, env_extra, data, name, method, path, headers=None, query="", b
     return cgi_program.run(os.path.join(args.cgi_bin, name), method, path, data, headers, query, body, env_extra)
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cgi-bin", default=stresslib.DEFAULT_CGI_BIN)
     parser.add_argument("--ops", type=int, default=600)
@@ -195,8 +195,178 @@ def main():
     parser.add_argument("--json", help="write the figures here as JSON")
     args = parser.parse_args()
     args.cgi_bin = os.path.abspath(args.cgi_bin)
-    deadline = time.monotonic() + args.seconds
+    return args
 
+
+def run_writers(args, plan, env_extra, data):
+    """The plan's writes by `args.parallel` threads, each process maybe
+    killed; (seconds taken, the harness's own failures)."""
+    deadline = time.monotonic() + args.seconds
+    rng, rng_lock = random.Random(args.seed * 7919 + 1), threading.Lock()
+    failures = []
+
+    def worker():
+        try:
+            while time.monotonic() < deadline and run_one(args, plan, rng_lock, rng, env_extra, data):
+                pass
+        except Exception as exc:          # a failure of the harness, not of the programs
+            failures.append("%s: %s" % (type(exc).__name__, exc))
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=worker) for _ in range(args.parallel)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if plan.left > 0:
+        failures.append("only %d of %d writes ran within %s s" % (args.ops - plan.left, args.ops, args.seconds))
+    return time.monotonic() - started, failures
+
+
+def store_a_temporary_looking_message(args, plan, env_extra, data):
+    """A valid message id that starts like a temporary file's name: data
+    that tools must not mistake for a temporary file."""
+    ident = (INBOX_KEYS[0], ".tmp-hidden")
+    status, _, body, whole, _ = program(args, env_extra, data, "inbox", "PUT", "/inbox/" + ident[1],
+                                        {"X-User-Key": ident[0]}, body=b'{"looks": "temporary"}')
+    if status in (200, 201) and whole:
+        plan.inbox_ack[ident] = 0
+    else:
+        plan.errors.append("PUT /inbox/.tmp-hidden: %s %r" % (status, body[:200]))
+
+
+def lost_writes(plan, report):
+    """Acknowledged writes the data directory does not hold."""
+    lost = []
+    for key, n in sorted(plan.settings_ack.items()):
+        doc = report.settings.get(key)
+        if doc is None:
+            lost.append("settings %s: acknowledged n=%d, no file" % (key, n))
+        elif doc.get("n", 0) < n or doc.get("updatedAt") != stamp(doc.get("n", 0)):
+            lost.append("settings %s: acknowledged n=%d (%s), stored %r" % (key, n, stamp(n),
+                                                                             {k: doc.get(k) for k in ("n", "updatedAt")}))
+    for ident, version in sorted(plan.inbox_ack.items()):
+        if ident in plan.deleted_ack:
+            continue
+        state = report.live.get(ident)
+        if state is None and ident not in plan.retired:
+            lost.append("inbox %s/%s: acknowledged version %d, not stored" % (ident[0], ident[1], version))
+        elif state is not None and state["version"] < version:
+            lost.append("inbox %s/%s: acknowledged version %d, stored %d" % (ident[0], ident[1], version,
+                                                                             state["version"]))
+    for ident in sorted(plan.deleted_ack):
+        if ident in report.live:
+            lost.append("inbox %s/%s: deletion acknowledged, still live" % ident)
+    return lost
+
+
+def served_differently(args, plan, env_extra, data, report):
+    """Answers of the programs that differ from what the directory holds."""
+    served = []
+    for key in SETTINGS_KEYS:
+        status, headers, body, whole, _ = program(args, env_extra, data, "user-settings", "GET", "/user/settings",
+                                                  {"X-User-Key": key})
+        if key in report.settings:
+            if status != 200 or not whole or json.loads(body) != report.settings[key] or "etag" not in headers:
+                served.append("GET settings %s: %s %r" % (key, status, body[:200]))
+        elif status != 404:
+            served.append("GET settings %s (no file): %s %r" % (key, status, body[:200]))
+    for (key, ident), state in sorted(report.live.items()):
+        status, _, body, whole, _ = program(args, env_extra, data, "inbox", "GET", "/inbox/" + ident,
+                                            {"X-User-Key": key})
+        if status != 200 or not whole or json.loads(body) != state:
+            served.append("GET /inbox/%s (%s): %s %r" % (ident, key, status, body[:200]))
+    for key, ident in sorted(plan.deleted_ack):
+        status, _, body, _, _ = program(args, env_extra, data, "inbox", "GET", "/inbox/" + ident,
+                                        {"X-User-Key": key})
+        if status != 404:
+            served.append("GET deleted /inbox/%s: %s %r" % (ident, status, body[:200]))
+    return served
+
+
+def feed_differences(args, env_extra, data, report):
+    """The feed from no anchor, in pages of 7 and of 1000, against the live messages."""
+    problems = []
+    for key in INBOX_KEYS:
+        live = {i: d for (k, i), d in report.live.items() if k == key}
+        for limit in (7, 1000):
+            messages, deleted, read = stresslib.read_feed(os.path.join(args.cgi_bin, "inbox"), env_extra, data, key, limit)
+            problems += read
+            ids = [m["id"] for m in messages]
+            twice = [i for i, c in collections.Counter(ids + [d["id"] for d in deleted]).items() if c > 1]
+            if twice:
+                problems.append("feed %s limit %d: ids listed twice: %s" % (key, limit, twice[:5]))
+            if set(ids) != set(live):
+                problems.append("feed %s limit %d: missing %s, extra %s" % (
+                    key, limit, sorted(set(live) - set(ids))[:5], sorted(set(ids) - set(live))[:5]))
+            for message in messages:
+                if message["id"] in live and message != live[message["id"]]:
+                    problems.append("feed %s: %s is not its stored state" % (key, message["id"]))
+                if stresslib.TEMPORARY.match(message["id"]):
+                    problems.append("feed %s: a temporary file listed as %s" % (key, message["id"]))
+    return problems
+
+
+def verify_problems(args, env_extra, data, report):
+    """mockcloud-admin verify over the directory: passes, counts every stored document, names no temporary file."""
+    admin = subprocess.run([os.path.join(args.cgi_bin, "mockcloud-admin"), "verify", data],
+                           env={"PATH": "/usr/bin:/bin", "MOCKCLOUD_HMAC_KEYS": env_extra["MOCKCLOUD_HMAC_KEYS"]},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    text = admin.stdout.decode(errors="replace")
+    bad = [] if admin.returncode == 0 else ["exit %d: %s" % (admin.returncode, text[-800:])]
+    bad += ["names a temporary file: " + line for line in text.splitlines()
+            if any(stresslib.TEMPORARY.match(part.rsplit("/", 1)[-1]) for part in line.split())]
+    counted = re.search(r"checked (\d+) documents", text)
+    stored = report.settings_files + report.messages
+    if not counted or int(counted.group(1)) != stored:
+        bad.append("it checked %s documents; %d are stored (settings files and messages, "
+                   "the message .tmp-hidden among them)" % (counted.group(1) if counted else "?", stored))
+    return bad
+
+
+def heal(args, plan, env_extra, data):
+    """One more write per key, unkilled: (problems, the directory's report after them)."""
+    healed = []
+    for key in SETTINGS_KEYS:
+        plan.settings_n[key] += 1
+        n = plan.settings_n[key]
+        status, _, body, whole, _ = program(args, env_extra, data, "user-settings", "PUT", "/user/settings",
+                                            {"X-User-Key": key},
+                                            body=json.dumps({"updatedAt": stamp(n), "n": n}).encode())
+        if status != 200 or not whole:
+            healed.append("PUT settings %s after the kills: %s %r" % (key, status, body[:200]))
+    for key in INBOX_KEYS:
+        plan.next_id += 1
+        status, _, body, whole, _ = program(args, env_extra, data, "inbox", "PUT", "/inbox/after-%d" % plan.next_id,
+                                            {"X-User-Key": key}, body=b'{"after": true}')
+        if status != 201 or not whole:
+            healed.append("PUT /inbox after the kills (%s): %s %r" % (key, status, body[:200]))
+    final = stresslib.check_data_dir(data, allow_torn=False, allow_temporary=True)
+    return healed + final.problems, final
+
+
+def report_figures(args, plan, checks, seconds, report, final):
+    temporaries = len(report.temporary)
+    figures = dict(plan.stats)
+    figures.update({
+        "ops": args.ops, "seed": args.seed, "hmac": args.hmac, "max_delay_ms": args.max_delay_ms,
+        "kill_share": args.kill_share, "seconds": round(seconds, 1), "files_checked": report.files_checked,
+        "files_checked_after_heal": final.files_checked, "temporary files left by kills": temporaries,
+        "torn log tails seen": report.torn_tails, "orphan log records": report.orphan_records,
+        "tombstone files left by compaction": report.stale_tombstones,
+        "acknowledged keys/ids": len(plan.settings_ack) + len(plan.inbox_ack) + len(plan.deleted_ack),
+        "failed_checks": checks.failed,
+    })
+    print("figures: " + ", ".join("%s: %s" % (k, v) for k, v in sorted(figures.items())))
+    if temporaries:
+        print("note: %d temporary files (.~*) are left by the kills, at most one per document; the next write of that document replaces it" % temporaries)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(figures, handle, indent=1)
+
+
+def main():
+    args = parse_args()
     work = stresslib.make_temp_dir("mcc.")
     data = os.path.join(work, "data")
     os.mkdir(data, 0o700)
@@ -208,162 +378,32 @@ def main():
     checks = suite.Checks()
     try:
         plan = Plan(args.seed, args.ops)
-        rng, rng_lock = random.Random(args.seed * 7919 + 1), threading.Lock()
-        failures = []
-
-        def worker():
-            try:
-                while time.monotonic() < deadline and run_one(args, plan, rng_lock, rng, env_extra, data):
-                    pass
-            except Exception as exc:          # a failure of the harness, not of the programs
-                failures.append("%s: %s" % (type(exc).__name__, exc))
-
-        started = time.monotonic()
-        threads = [threading.Thread(target=worker) for _ in range(args.parallel)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        seconds = time.monotonic() - started
-        if plan.left > 0:
-            failures.append("only %d of %d writes ran within %s s" % (args.ops - plan.left, args.ops, args.seconds))
+        seconds, failures = run_writers(args, plan, env_extra, data)
         checks.check("%d writer processes ran, %d SIGKILLed (%.1f s)" % (
             plan.stats["processes"], plan.stats["kills injected"], seconds), failures)
         checks.check("every process that was not killed answered whole, with an expected status", plan.errors)
-
         if args.hmac:
-            # A valid message id that starts like a temporary file's name:
-            # data that tools must not mistake for a temporary file.
-            ident = (INBOX_KEYS[0], ".tmp-hidden")
-            status, _, body, whole, _ = program(args, env_extra, data, "inbox", "PUT", "/inbox/" + ident[1],
-                                                {"X-User-Key": ident[0]}, body=b'{"looks": "temporary"}')
-            if status in (200, 201) and whole:
-                plan.inbox_ack[ident] = 0
-            else:
-                plan.errors.append("PUT /inbox/.tmp-hidden: %s %r" % (status, body[:200]))
+            store_a_temporary_looking_message(args, plan, env_extra, data)
 
         # ---- the data directory as a crash left it
         report = stresslib.check_data_dir(data, allow_torn=True, allow_temporary=True)
-        torn_before, orphans, temporaries = report.torn_tails, report.orphan_records, len(report.temporary)
         checks.check("the data directory is whole after the kills (%d files)" % report.files_checked, report.problems)
-
-        lost = []
-        for key, n in sorted(plan.settings_ack.items()):
-            doc = report.settings.get(key)
-            if doc is None:
-                lost.append("settings %s: acknowledged n=%d, no file" % (key, n))
-            elif doc.get("n", 0) < n or doc.get("updatedAt") != stamp(doc.get("n", 0)):
-                lost.append("settings %s: acknowledged n=%d (%s), stored %r" % (key, n, stamp(n),
-                                                                                 {k: doc.get(k) for k in ("n", "updatedAt")}))
-        for ident, version in sorted(plan.inbox_ack.items()):
-            if ident in plan.deleted_ack:
-                continue
-            state = report.live.get(ident)
-            if state is None and ident not in plan.retired:
-                lost.append("inbox %s/%s: acknowledged version %d, not stored" % (ident[0], ident[1], version))
-            elif state is not None and state["version"] < version:
-                lost.append("inbox %s/%s: acknowledged version %d, stored %d" % (ident[0], ident[1], version,
-                                                                                 state["version"]))
-        for ident in sorted(plan.deleted_ack):
-            if ident in report.live:
-                lost.append("inbox %s/%s: deletion acknowledged, still live" % ident)
-        acked = len(plan.settings_ack) + len(plan.inbox_ack) + len(plan.deleted_ack)
         checks.check("no acknowledged write is lost (%d settings keys, %d inbox ids, %d deletions)" % (
-            len(plan.settings_ack), len(plan.inbox_ack), len(plan.deleted_ack)), lost)
-
-        served = []
-        for key in SETTINGS_KEYS:
-            status, headers, body, whole, _ = program(args, env_extra, data, "user-settings", "GET", "/user/settings",
-                                                      {"X-User-Key": key})
-            if key in report.settings:
-                if status != 200 or not whole or json.loads(body) != report.settings[key] or "etag" not in headers:
-                    served.append("GET settings %s: %s %r" % (key, status, body[:200]))
-            elif status != 404:
-                served.append("GET settings %s (no file): %s %r" % (key, status, body[:200]))
-        for (key, ident), state in sorted(report.live.items()):
-            status, _, body, whole, _ = program(args, env_extra, data, "inbox", "GET", "/inbox/" + ident,
-                                                {"X-User-Key": key})
-            if status != 200 or not whole or json.loads(body) != state:
-                served.append("GET /inbox/%s (%s): %s %r" % (ident, key, status, body[:200]))
-        for key, ident in sorted(plan.deleted_ack):
-            status, _, body, _, _ = program(args, env_extra, data, "inbox", "GET", "/inbox/" + ident,
-                                            {"X-User-Key": key})
-            if status != 404:
-                served.append("GET deleted /inbox/%s: %s %r" % (ident, status, body[:200]))
+            len(plan.settings_ack), len(plan.inbox_ack), len(plan.deleted_ack)), lost_writes(plan, report))
         checks.check("the programs serve exactly what is stored (%d settings, %d messages%s)" % (
-            len(report.settings), len(report.live), ", every MAC verifies" if args.hmac else ""), served)
-
-        feed_problems = []
-        for key in INBOX_KEYS:
-            live = {i: d for (k, i), d in report.live.items() if k == key}
-            for limit in (7, 1000):
-                messages, deleted, problems = stresslib.read_feed(os.path.join(args.cgi_bin, "inbox"), env_extra, data, key, limit)
-                feed_problems += problems
-                ids = [m["id"] for m in messages]
-                twice = [i for i, c in collections.Counter(ids + [d["id"] for d in deleted]).items() if c > 1]
-                if twice:
-                    feed_problems.append("feed %s limit %d: ids listed twice: %s" % (key, limit, twice[:5]))
-                if set(ids) != set(live):
-                    feed_problems.append("feed %s limit %d: missing %s, extra %s" % (
-                        key, limit, sorted(set(live) - set(ids))[:5], sorted(set(ids) - set(live))[:5]))
-                for message in messages:
-                    if message["id"] in live and message != live[message["id"]]:
-                        feed_problems.append("feed %s: %s is not its stored state" % (key, message["id"]))
-                    if stresslib.TEMPORARY.match(message["id"]):
-                        feed_problems.append("feed %s: a temporary file listed as %s" % (key, message["id"]))
-        checks.check("the feed from no anchor lists every live message exactly once, as stored", feed_problems)
-
+            len(report.settings), len(report.live), ", every MAC verifies" if args.hmac else ""),
+            served_differently(args, plan, env_extra, data, report))
+        checks.check("the feed from no anchor lists every live message exactly once, as stored",
+                     feed_differences(args, env_extra, data, report))
         if args.hmac:
-            admin = subprocess.run([os.path.join(args.cgi_bin, "mockcloud-admin"), "verify", data],
-                                   env={"PATH": "/usr/bin:/bin", "MOCKCLOUD_HMAC_KEYS": env_extra["MOCKCLOUD_HMAC_KEYS"]},
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-            text = admin.stdout.decode(errors="replace")
-            bad = [] if admin.returncode == 0 else ["exit %d: %s" % (admin.returncode, text[-800:])]
-            bad += ["names a temporary file: " + line for line in text.splitlines()
-                    if any(stresslib.TEMPORARY.match(part.rsplit("/", 1)[-1]) for part in line.split())]
-            counted = re.search(r"checked (\d+) documents", text)
-            stored = report.settings_files + report.messages
-            if not counted or int(counted.group(1)) != stored:
-                bad.append("it checked %s documents; %d are stored (settings files and messages, "
-                           "the message .tmp-hidden among them)" % (counted.group(1) if counted else "?", stored))
-            checks.check("mockcloud-admin verify passes, checks every stored document and no temporary file", bad)
+            checks.check("mockcloud-admin verify passes, checks every stored document and no temporary file",
+                         verify_problems(args, env_extra, data, report))
 
         # ---- one more write per key, unkilled: the store heals and takes writes
-        healed = []
-        for key in SETTINGS_KEYS:
-            plan.settings_n[key] += 1
-            n = plan.settings_n[key]
-            status, _, body, whole, _ = program(args, env_extra, data, "user-settings", "PUT", "/user/settings",
-                                                {"X-User-Key": key},
-                                                body=json.dumps({"updatedAt": stamp(n), "n": n}).encode())
-            if status != 200 or not whole:
-                healed.append("PUT settings %s after the kills: %s %r" % (key, status, body[:200]))
-        for key in INBOX_KEYS:
-            plan.next_id += 1
-            status, _, body, whole, _ = program(args, env_extra, data, "inbox", "PUT", "/inbox/after-%d" % plan.next_id,
-                                                {"X-User-Key": key}, body=b'{"after": true}')
-            if status != 201 or not whole:
-                healed.append("PUT /inbox after the kills (%s): %s %r" % (key, status, body[:200]))
-        final = stresslib.check_data_dir(data, allow_torn=False, allow_temporary=True)
-        healed += final.problems
+        healed, final = heal(args, plan, env_extra, data)
         checks.check("after one unkilled write per key: every key takes writes, no torn log tail (%d files)"
                      % final.files_checked, healed)
-
-        figures = dict(plan.stats)
-        figures.update({
-            "ops": args.ops, "seed": args.seed, "hmac": args.hmac, "max_delay_ms": args.max_delay_ms,
-            "kill_share": args.kill_share, "seconds": round(seconds, 1), "files_checked": report.files_checked,
-            "files_checked_after_heal": final.files_checked, "temporary files left by kills": temporaries,
-            "torn log tails seen": torn_before, "orphan log records": orphans,
-            "tombstone files left by compaction": report.stale_tombstones,
-            "acknowledged keys/ids": acked, "failed_checks": checks.failed,
-        })
-        print("figures: " + ", ".join("%s: %s" % (k, v) for k, v in sorted(figures.items())))
-        if temporaries:
-            print("note: %d temporary files (.~*) are left by the kills, at most one per document; the next write of that document replaces it" % temporaries)
-        if args.json:
-            with open(args.json, "w") as handle:
-                json.dump(figures, handle, indent=1)
+        report_figures(args, plan, checks, seconds, report, final)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -290,40 +290,66 @@ class State:
 
 
 def observe(cgi_bin, scenario, data, env, ids):
+    """What unfaulted programs show of the store: the settings of each key,
+    or the full feed and every message a client may know of."""
     state = State()
-    problem = state.problems.append
     if scenario.kind == "settings":
         for key in scenario.settings_keys:
-            status, headers, body, whole, code = cgi_program.run(
-                os.path.join(cgi_bin, "user-settings"), "GET", "/user/settings", data, {"X-User-Key": key},
-                extra=env)
-            state.exact[key] = (status, body, headers.get("etag"))
-            if status == 200 and whole:
-                if not re.match(r'^"[0-9a-f]{16}"$', headers.get("etag", "")):
-                    problem("GET settings %s: 200 without a strong ETag (%r)" % (key, headers.get("etag")))
-                doc = json.loads(body)
-                # The member times belong to the change as much as the document.
-                t_status, _, t_body, t_whole, t_code = cgi_program.run(
-                    os.path.join(cgi_bin, "user-settings"), "GET", "/user/settings", data,
-                    {"X-User-Key": key, "X-Merge": "fields"}, extra=env)
-                times = None
-                if t_status == 200 and t_whole:
-                    timed = json.loads(t_body)
-                    times = timed["times"]
-                    if timed["document"] != doc:
-                        problem("GET settings %s with X-Merge: fields answers another document" % key)
-                else:
-                    problem("GET settings %s with X-Merge: fields answers %s %r (exit %s)" % (
-                        key, t_status, t_body[:160], t_code))
-                state.exact[key] = (status, body, headers.get("etag"), json.dumps(times, sort_keys=True))
-                doc.pop("serverReceivedAt", None)
-                state.visible[key] = json.dumps({"document": doc, "times": times}, sort_keys=True)
-            elif status == 404 and whole:
-                state.visible[key] = None
-            else:
-                problem("GET settings %s answers %s %r (exit %s)" % (key, status, body[:160], code))
-                state.visible[key] = "unreadable"
+            observe_settings(cgi_bin, key, data, env, state)
         return state
+    listed = observe_feed(cgi_bin, data, env, state)
+    # Ids only the disk knows (a POST whose answer named none, a change the
+    # feed lost) are asked for too: a client may hold them.
+    folder = os.path.join(data, "inbox", KEY, "messages")
+    on_disk = {name[:-5] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+               if name.endswith(".json") and not stresslib.TEMPORARY.match(name)}
+    for ident in sorted(set(ids) | set(listed) | on_disk):
+        observe_message(cgi_bin, ident, listed.get(ident, []), data, env, state)
+    holders = collections.defaultdict(list)
+    for ident, exact in sorted(state.exact.items()):
+        if isinstance(exact, tuple):
+            holders[exact[1]].append(ident)
+    for seq, idents in sorted(holders.items()):
+        if len(idents) > 1:
+            state.problems.append("GET answers seq %d for each of %s" % (seq, idents))
+    return state
+
+
+def observe_settings(cgi_bin, key, data, env, state):
+    """The key's document and its member times, as a plain GET and one with X-Merge: fields answer them."""
+    problem = state.problems.append
+    program = os.path.join(cgi_bin, "user-settings")
+    status, headers, body, whole, code = cgi_program.run(program, "GET", "/user/settings", data, {"X-User-Key": key},
+                                                         extra=env)
+    state.exact[key] = (status, body, headers.get("etag"))
+    if status == 404 and whole:
+        state.visible[key] = None
+        return
+    if status != 200 or not whole:
+        problem("GET settings %s answers %s %r (exit %s)" % (key, status, body[:160], code))
+        state.visible[key] = "unreadable"
+        return
+    if not re.match(r'^"[0-9a-f]{16}"$', headers.get("etag", "")):
+        problem("GET settings %s: 200 without a strong ETag (%r)" % (key, headers.get("etag")))
+    doc = json.loads(body)
+    # The member times belong to the change as much as the document.
+    t_status, _, t_body, t_whole, t_code = cgi_program.run(program, "GET", "/user/settings", data,
+                                                           {"X-User-Key": key, "X-Merge": "fields"}, extra=env)
+    times = None
+    if t_status == 200 and t_whole:
+        timed = json.loads(t_body)
+        times = timed["times"]
+        if timed["document"] != doc:
+            problem("GET settings %s with X-Merge: fields answers another document" % key)
+    else:
+        problem("GET settings %s with X-Merge: fields answers %s %r (exit %s)" % (key, t_status, t_body[:160], t_code))
+    state.exact[key] = (status, body, headers.get("etag"), json.dumps(times, sort_keys=True))
+    doc.pop("serverReceivedAt", None)
+    state.visible[key] = json.dumps({"document": doc, "times": times}, sort_keys=True)
+
+
+def observe_feed(cgi_bin, data, env, state):
+    """The full feed into `state`; id -> its entries (a message, or None for a deletion)."""
     messages, deleted, state.anchor, feed_problems = stresslib.follow_feed(
         os.path.join(cgi_bin, "inbox"), env, data, KEY, 1000)
     state.problems += feed_problems
@@ -338,50 +364,41 @@ def observe(cgi_bin, scenario, data, env, ids):
     seqs = collections.Counter(entry[3] for entry in state.feed)
     twice = sorted(seq for seq, n in seqs.items() if n > 1)
     if twice:
-        problem("the feed shows seq %s more than once" % twice)
+        state.problems.append("the feed shows seq %s more than once" % twice)
     for ident, entries in sorted(listed.items()):
         if len(entries) > 1:
-            problem("the feed lists %s %d times" % (ident, len(entries)))
+            state.problems.append("the feed lists %s %d times" % (ident, len(entries)))
     state.max_seq = max(seqs) if seqs else 0
-    # Ids only the disk knows (a POST whose answer named none, a change the
-    # feed lost) are asked for too: a client may hold them.
-    folder = os.path.join(data, "inbox", KEY, "messages")
-    on_disk = {name[:-5] for name in (os.listdir(folder) if os.path.isdir(folder) else [])
-               if name.endswith(".json") and not stresslib.TEMPORARY.match(name)}
-    for ident in sorted(set(ids) | set(listed) | on_disk):
-        status, _, body, whole, code = cgi_program.run(os.path.join(cgi_bin, "inbox"), "GET", "/inbox/" + ident,
-                                                       data, extra=env, headers={"X-User-Key": KEY})
-        in_feed = listed.get(ident, [])
-        message = next((m for m in in_feed if m is not None), None)
-        if status == 200 and whole:
-            envelope = json.loads(body)
-            state.visible[ident] = (envelope["version"], body_text(envelope["body"]))
-            state.exact[ident] = (envelope["version"], envelope["seq"], body_text(envelope["body"]))
-            if message is None:
-                problem("GET %s answers version %d seq %d but the full feed %s" % (
-                    ident, envelope["version"], envelope["seq"],
-                    "lists it as deleted" if in_feed else "never lists it"))
-            elif (message["version"], message["seq"], message["body"]) != (
-                    envelope["version"], envelope["seq"], envelope["body"]):
-                problem("GET %s answers version %d seq %d, the feed version %d seq %d" % (
-                    ident, envelope["version"], envelope["seq"], message["version"], message["seq"]))
-        elif status == 404 and whole:
-            state.visible[ident] = None
-            state.exact[ident] = None
-            if message is not None:
-                problem("GET %s answers 404 but the feed lists it at version %d seq %d" % (
-                    ident, message["version"], message["seq"]))
-        else:
-            state.visible[ident] = state.exact[ident] = "unreadable"
-            problem("GET %s answers %s %r (exit %s)" % (ident, status, body[:160], code))
-    holders = collections.defaultdict(list)
-    for ident, exact in sorted(state.exact.items()):
-        if isinstance(exact, tuple):
-            holders[exact[1]].append(ident)
-    for seq, idents in sorted(holders.items()):
-        if len(idents) > 1:
-            problem("GET answers seq %d for each of %s" % (seq, idents))
-    return state
+    return listed
+
+
+def observe_message(cgi_bin, ident, in_feed, data, env, state):
+    """GET /inbox/<ident> into `state`, checked against the feed's entries for it."""
+    problem = state.problems.append
+    status, _, body, whole, code = cgi_program.run(os.path.join(cgi_bin, "inbox"), "GET", "/inbox/" + ident,
+                                                   data, extra=env, headers={"X-User-Key": KEY})
+    message = next((m for m in in_feed if m is not None), None)
+    if status == 200 and whole:
+        envelope = json.loads(body)
+        state.visible[ident] = (envelope["version"], body_text(envelope["body"]))
+        state.exact[ident] = (envelope["version"], envelope["seq"], body_text(envelope["body"]))
+        if message is None:
+            problem("GET %s answers version %d seq %d but the full feed %s" % (
+                ident, envelope["version"], envelope["seq"],
+                "lists it as deleted" if in_feed else "never lists it"))
+        elif (message["version"], message["seq"], message["body"]) != (
+                envelope["version"], envelope["seq"], envelope["body"]):
+            problem("GET %s answers version %d seq %d, the feed version %d seq %d" % (
+                ident, envelope["version"], envelope["seq"], message["version"], message["seq"]))
+    elif status == 404 and whole:
+        state.visible[ident] = None
+        state.exact[ident] = None
+        if message is not None:
+            problem("GET %s answers 404 but the feed lists it at version %d seq %d" % (
+                ident, message["version"], message["seq"]))
+    else:
+        state.visible[ident] = state.exact[ident] = "unreadable"
+        problem("GET %s answers %s %r (exit %s)" % (ident, status, body[:160], code))
 
 
 def follow(cgi_bin, env, data, start, problem, when):
@@ -809,7 +826,7 @@ def sampled(count, quick):
     return sorted({n for n in (1, 2, (count + 1) // 2, count - 1, count) if 1 <= n <= count})
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cgi-bin", default=stresslib.DEFAULT_CGI_BIN)
     parser.add_argument("--jobs", type=int, default=2)
@@ -827,7 +844,60 @@ def main():
     # faults are injected, not waited for.
     parser.add_argument("--tmp", default="/dev/shm" if os.access("/dev/shm", os.W_OK) else "/tmp",
                         help="where the data directories live (default /dev/shm, else /tmp)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def fault_tasks(args, work):
+    """The seeds built and each scenario's expectation prepared; one task
+    per (scenario, signing, system call, errno) with the occurrences N to fault."""
+    Context.keys_file = os.path.join(work, "hmac.keys")
+    stresslib.write_hmac_keys(Context.keys_file, "faults1")
+    signings = [False] if args.unsigned_only else [False, True]
+    for name in SEEDS:
+        for signed in signings:
+            Context.seeds[(name, signed)] = build_seed(Context.cgi_bin, name, signed, work)
+    tasks = []
+    for index, scenario in enumerate(SCENARIOS):
+        if args.only and args.only not in scenario.name:
+            continue
+        for signed in signings:
+            expect, counts, processes = prepare(index, signed, work)
+            Context.expectations[(index, signed)] = expect
+            if processes > 1:
+                print("note: %s ran %d processes; strace -f counts each" % (scenario.name, processes))
+            for syscall in STORAGE_CALLS:
+                if counts[syscall] == 0 or (args.syscall and syscall not in args.syscall):
+                    continue
+                for errno in ["EIO"] + (["ENOSPC"] if syscall in ENOSPC_CALLS else []) + (
+                        [KILL] if scenario.killed else []):
+                    tasks.append((index, signed, syscall, errno, sampled(counts[syscall], args.quick)))
+    return tasks
+
+
+def run_tasks(args, tasks):
+    """Every fault check, `args.jobs` at a time, a line per group; (passed, failed, what was tallied)."""
+    passed = failed = 0
+    groups = suite.Checks()     # prints the groups' lines; the totals count fault checks
+    tally = collections.Counter()
+    with multiprocessing.Pool(args.jobs) as pool:
+        for task, failures, counts in pool.imap(run_group, tasks):
+            index, signed, syscall, errno, ns = task
+            tally.update(counts)
+            name = "%s (%s) %s %s, N=1..%d" % (SCENARIOS[index].name, "signed" if signed else "unsigned",
+                                              syscall, errno, max(ns))
+            by_problem = collections.OrderedDict()
+            for n, problems in failures:
+                for line in problems:
+                    by_problem.setdefault(line, []).append(n)
+            lines = ["N=%s: %s" % (",".join(map(str, ns_)), line) for line, ns_ in by_problem.items()]
+            failed += len(failures)
+            passed += len(ns) - len(failures)
+            groups.check(name, lines)
+    return passed, failed, tally
+
+
+def main():
+    args = parse_args()
     Context.cgi_bin = os.path.abspath(args.cgi_bin)
     Context.strict = args.strict
     checks = suite.Checks()
@@ -838,48 +908,12 @@ def main():
     work = stresslib.make_temp_dir("mcf.", args.tmp)
     Context.work = work
     try:
-        Context.keys_file = os.path.join(work, "hmac.keys")
-        stresslib.write_hmac_keys(Context.keys_file, "faults1")
-        signings = [False] if args.unsigned_only else [False, True]
-        for name in SEEDS:
-            for signed in signings:
-                Context.seeds[(name, signed)] = build_seed(Context.cgi_bin, name, signed, work)
-        tasks = []
-        for index, scenario in enumerate(SCENARIOS):
-            if args.only and args.only not in scenario.name:
-                continue
-            for signed in signings:
-                expect, counts, processes = prepare(index, signed, work)
-                Context.expectations[(index, signed)] = expect
-                if processes > 1:
-                    print("note: %s ran %d processes; strace -f counts each" % (scenario.name, processes))
-                for syscall in STORAGE_CALLS:
-                    if counts[syscall] == 0 or (args.syscall and syscall not in args.syscall):
-                        continue
-                    for errno in ["EIO"] + (["ENOSPC"] if syscall in ENOSPC_CALLS else []) + (
-                            [KILL] if scenario.killed else []):
-                        tasks.append((index, signed, syscall, errno, sampled(counts[syscall], args.quick)))
+        tasks = fault_tasks(args, work)
         self_test(checks, work)
         total = sum(len(task[4]) for task in tasks)
         print("%d fault checks in %d groups (%s), %d at a time" % (
             total, len(tasks), "sampled N" if args.quick else "every occurrence", args.jobs), flush=True)
-        passed = failed = 0
-        groups = suite.Checks()     # prints the groups' lines; the totals count fault checks
-        tally = collections.Counter()
-        with multiprocessing.Pool(args.jobs) as pool:
-            for task, failures, counts in pool.imap(run_group, tasks):
-                index, signed, syscall, errno, ns = task
-                tally.update(counts)
-                name = "%s (%s) %s %s, N=1..%d" % (SCENARIOS[index].name, "signed" if signed else "unsigned",
-                                                  syscall, errno, max(ns))
-                by_problem = collections.OrderedDict()
-                for n, problems in failures:
-                    for line in problems:
-                        by_problem.setdefault(line, []).append(n)
-                lines = ["N=%s: %s" % (",".join(map(str, ns_)), line) for line, ns_ in by_problem.items()]
-                failed += len(failures)
-                passed += len(ns) - len(failures)
-                groups.check(name, lines)
+        passed, failed, tally = run_tasks(args, tasks)
         seconds = time.monotonic() - started
         print("%d fault checks, %d failed, in %.1f s (%d jobs)%s" % (
             total, failed, seconds, args.jobs,

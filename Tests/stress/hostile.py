@@ -716,7 +716,7 @@ def log_tail(path, offset):
         return ""
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("base")
     parser.add_argument("data")
@@ -726,103 +726,141 @@ def main():
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--json", help="write the figures here as JSON")
     args = parser.parse_args()
-    data, run = os.path.abspath(args.data), os.path.abspath(args.run)
-    mark = "mcpwn%d" % args.seed
-    started = time.monotonic()
+    args.data, args.run = os.path.abspath(args.data), os.path.abspath(args.run)
+    return args
 
-    checks = suite.Checks()
-    checks.check("seed the stack with known documents", seed_data(args.base, mark))
 
-    parent = os.path.dirname(data)
-    skip = [data, os.path.join(run, "logs"), os.path.join(run, "tmp")]
-    repo_skip = [os.path.join(stresslib.REPO, d) for d in (".build", ".git", ".swiftpm")] + skip
-    before_parent = stresslib.snapshot(parent, skip)
-    before_repo = stresslib.snapshot(stresslib.REPO, repo_skip)
-    before_sentinel = sentinel_files(data)
-    logs = {name: os.path.join(run, "logs", name) for name in ("error.log", "fcgiwrap.log")}
-    offsets = {name: (os.path.getsize(path) if os.path.exists(path) else 0) for name, path in logs.items()}
+class Outside:
+    """What lies outside the data directory, and the sentinel key inside it,
+    before the run: to prove afterwards that no request wrote there."""
 
-    cases = make_cases(args.requests, args.seed, mark)
-    statuses = collections.Counter()
-    by_kind = collections.defaultdict(collections.Counter)
-    violations = []
-    allowed_5xx = []
-    slowest = (0.0, "")
-    with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
-        for case, responses, leftover, error, seconds in pool.map(lambda c: run_case(args.base, c), cases):
-            if not responses:
-                statuses["no answer"] += 1
-                by_kind[case.kind]["no answer"] += 1
-            for index, response in enumerate(responses):
-                label = str(response.status) if response.status is not None else "HTTP/0.9"
-                statuses[label] += 1
-                by_kind[case.kind][label] += 1
-                if response.status and response.status >= 500 and response.status in case.allow_5xx:
-                    allowed_5xx.append("%d for [%s] %s" % (response.status, case.kind, case.label))
-            violations.extend(judge(case, responses, leftover, error))
-            if seconds > slowest[0]:
-                slowest = (seconds, "[%s] %s" % (case.kind, case.label))
-    sent = time.monotonic() - started
+    def __init__(self, data, run):
+        self.data, self.parent = data, os.path.dirname(data)
+        self.skip = [data, os.path.join(run, "logs"), os.path.join(run, "tmp")]
+        self.repo_skip = [os.path.join(stresslib.REPO, d) for d in (".build", ".git", ".swiftpm")] + self.skip
+        self.parent_before = stresslib.snapshot(self.parent, self.skip)
+        self.repo_before = stresslib.snapshot(stresslib.REPO, self.repo_skip)
+        self.sentinel_before = sentinel_files(data)
 
-    print("%d requests (seed %d) in %.1f s; slowest %.1f s: %s" % (len(cases), args.seed, sent, slowest[0], slowest[1]))
-    print("answers by status: " + ", ".join("%s: %d" % (k, v) for k, v in sorted(statuses.items())))
-    for kind in sorted(by_kind):
-        print("  %-15s %s" % (kind, ", ".join("%s: %d" % (k, v) for k, v in sorted(by_kind[kind].items()))))
-    if allowed_5xx:
-        print("5xx that nginx owes these requests (listed, not violations):")
-        for line in sorted(set(allowed_5xx)):
-            print("  " + line)
+    def created(self, mark):
+        """(paths made outside the data directory, paths walked)."""
+        parent_after = stresslib.snapshot(self.parent, self.skip)
+        repo_after = stresslib.snapshot(stresslib.REPO, self.repo_skip)
+        created = ["%s/%s" % (self.parent, p) for p in sorted(set(parent_after) - set(self.parent_before))]
+        created += [path for path in ("%s/%s" % (stresslib.REPO, p) for p in sorted(set(repo_after) - set(self.repo_before)))
+                    if marked(path, mark)]
+        roots = ["/", "/tmp", self.parent, stresslib.REPO, self.data]
+        created += ["marker name %s found: %s" % (mark, p) for p in marker_hits(roots, mark)]
+        return created, (len(parent_after), len(repo_after))
 
-    # One line per kind of violation, with how often it happened and one example.
-    grouped = collections.OrderedDict()
-    for line in violations:
-        signature = line.split(": b'")[0].split(': b"')[0]
-        signature = signature.split("] ")[0] + "] " + signature.split(": ", 1)[-1]
-        grouped.setdefault(signature, []).append(line)
-    summary = ["%dx %s\n            e.g. %s" % (len(lines), sig, lines[0][:400]) for sig, lines in grouped.items()]
-    checks.check("no 502/504, no unexpected 5xx, JSON bodies, expected statuses, every owed answer", summary)
+    def sentinel_changed(self):
+        after = sentinel_files(self.data)
+        before = self.sentinel_before
+        return [p for p in set(before) | set(after) if before.get(p) != after.get(p)]
 
-    crash_lines = []
+
+class Tally:
+    """The answers of a run, by status and by kind of case, and its violations."""
+
+    def __init__(self):
+        self.statuses = collections.Counter()
+        self.by_kind = collections.defaultdict(collections.Counter)
+        self.violations, self.allowed_5xx = [], []
+        self.slowest = (0.0, "")
+
+    def add(self, case, responses, leftover, error, seconds):
+        if not responses:
+            self.statuses["no answer"] += 1
+            self.by_kind[case.kind]["no answer"] += 1
+        for response in responses:
+            label = str(response.status) if response.status is not None else "HTTP/0.9"
+            self.statuses[label] += 1
+            self.by_kind[case.kind][label] += 1
+            if response.status and response.status >= 500 and response.status in case.allow_5xx:
+                self.allowed_5xx.append("%d for [%s] %s" % (response.status, case.kind, case.label))
+        self.violations.extend(judge(case, responses, leftover, error))
+        if seconds > self.slowest[0]:
+            self.slowest = (seconds, "[%s] %s" % (case.kind, case.label))
+
+    def print(self, cases, seed, sent):
+        print("%d requests (seed %d) in %.1f s; slowest %.1f s: %s" % (len(cases), seed, sent, *self.slowest))
+        print("answers by status: " + ", ".join("%s: %d" % (k, v) for k, v in sorted(self.statuses.items())))
+        for kind in sorted(self.by_kind):
+            print("  %-15s %s" % (kind, ", ".join("%s: %d" % (k, v) for k, v in sorted(self.by_kind[kind].items()))))
+        if self.allowed_5xx:
+            print("5xx that nginx owes these requests (listed, not violations):")
+            for line in sorted(set(self.allowed_5xx)):
+                print("  " + line)
+
+    def grouped_violations(self):
+        """One line per kind of violation, with how often it happened and one example."""
+        grouped = collections.OrderedDict()
+        for line in self.violations:
+            signature = line.split(": b'")[0].split(': b"')[0]
+            signature = signature.split("] ")[0] + "] " + signature.split(": ", 1)[-1]
+            grouped.setdefault(signature, []).append(line)
+        return ["%dx %s\n            e.g. %s" % (len(lines), sig, lines[0][:400]) for sig, lines in grouped.items()]
+
+
+def crash_lines(logs, offsets):
+    """Lines of the logs, written since `offsets`, that tell of a program's crash."""
+    found = []
     for name, path in logs.items():
         for line in log_tail(path, offsets[name]).splitlines():
             if any(marker in line for marker in CRASH_MARKERS):
-                crash_lines.append("%s: %s" % (name, line[:300]))
-    checks.check("error.log and fcgiwrap.log show no program crash", crash_lines)
+                found.append("%s: %s" % (name, line[:300]))
+    return found
 
-    after_parent = stresslib.snapshot(parent, skip)
-    after_repo = stresslib.snapshot(stresslib.REPO, repo_skip)
-    created = ["%s/%s" % (parent, p) for p in sorted(set(after_parent) - set(before_parent))]
-    created += [path for path in ("%s/%s" % (stresslib.REPO, p) for p in sorted(set(after_repo) - set(before_repo)))
-                if marked(path, mark)]
-    roots = ["/", "/tmp", parent, stresslib.REPO, data]
-    created += ["marker name %s found: %s" % (mark, p) for p in marker_hits(roots, mark)]
-    checks.check("no file created outside the data directory (%d + %d paths walked; /, /tmp searched for %s)"
-                 % (len(after_parent), len(after_repo), mark), created)
 
-    report = stresslib.check_data_dir(data)
-    checks.check("every stored document is whole and only the data layout's files exist (%d files)"
-                 % report.files_checked, report.problems)
-    after_sentinel = sentinel_files(data)
-    changed = [p for p in set(before_sentinel) | set(after_sentinel) if before_sentinel.get(p) != after_sentinel.get(p)]
-    checks.check("the sentinel key's %d files are byte for byte unchanged" % len(before_sentinel), changed)
-
+def still_serves(base):
     after = []
-    r = stresslib.request(args.base, "PUT", SETTINGS, {"X-User-Key": "hk1"}, {"updatedAt": "2099-01-01T00:00:00Z"})
+    r = stresslib.request(base, "PUT", SETTINGS, {"X-User-Key": "hk1"}, {"updatedAt": "2099-01-01T00:00:00Z"})
     if r.status != 200:
         after.append("PUT after the run: %s %r" % (r.status, r.body[:200]))
-    r = stresslib.request(args.base, "GET", "/inbox?limit=1000", {"X-User-Key": "hk2"})
+    r = stresslib.request(base, "GET", "/inbox?limit=1000", {"X-User-Key": "hk2"})
     if r.status != 200:
         after.append("feed after the run: %s %r" % (r.status, r.body[:200]))
-    checks.check("the stack still serves normal requests", after)
+    return after
+
+
+def main():
+    args = parse_args()
+    mark = "mcpwn%d" % args.seed
+    started = time.monotonic()
+    checks = suite.Checks()
+    checks.check("seed the stack with known documents", seed_data(args.base, mark))
+    outside = Outside(args.data, args.run)
+    logs = {name: os.path.join(args.run, "logs", name) for name in ("error.log", "fcgiwrap.log")}
+    offsets = {name: (os.path.getsize(path) if os.path.exists(path) else 0) for name, path in logs.items()}
+
+    cases = make_cases(args.requests, args.seed, mark)
+    tally = Tally()
+    with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
+        for result in pool.map(lambda c: run_case(args.base, c), cases):
+            tally.add(*result)
+    sent = time.monotonic() - started
+    tally.print(cases, args.seed, sent)
+    checks.check("no 502/504, no unexpected 5xx, JSON bodies, expected statuses, every owed answer",
+                 tally.grouped_violations())
+    checks.check("error.log and fcgiwrap.log show no program crash", crash_lines(logs, offsets))
+    created, walked = outside.created(mark)
+    checks.check("no file created outside the data directory (%d + %d paths walked; /, /tmp searched for %s)"
+                 % (*walked, mark), created)
+    report = stresslib.check_data_dir(args.data)
+    checks.check("every stored document is whole and only the data layout's files exist (%d files)"
+                 % report.files_checked, report.problems)
+    checks.check("the sentinel key's %d files are byte for byte unchanged" % len(outside.sentinel_before),
+                 outside.sentinel_changed())
+    checks.check("the stack still serves normal requests", still_serves(args.base))
 
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"requests": len(cases), "seed": args.seed, "seconds": round(sent, 1),
-                       "statuses": dict(statuses), "by_kind": {k: dict(v) for k, v in by_kind.items()},
-                       "allowed_5xx": sorted(set(allowed_5xx)), "violations": len(violations),
+                       "statuses": dict(tally.statuses), "by_kind": {k: dict(v) for k, v in tally.by_kind.items()},
+                       "allowed_5xx": sorted(set(tally.allowed_5xx)), "violations": len(tally.violations),
                        "files_checked": report.files_checked, "failed_checks": checks.failed}, handle, indent=1)
     verdict = "PASS" if checks.failed == 0 else "FAIL"
-    print("hostile: %s: %d requests, %d violations, %d failed checks" % (verdict, len(cases), len(violations),
+    print("hostile: %s: %d requests, %d violations, %d failed checks" % (verdict, len(cases), len(tally.violations),
                                                                         checks.failed))
     return checks.summary()
 

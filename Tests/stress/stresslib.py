@@ -3,8 +3,8 @@ proves a data directory is whole. Stacks, the programs run as fcgiwrap runs
 them and the change-log format come from the harness in Tests/support/
 (stack.sh, cgi_program.py, formats.py).
 
-Python 3 standard library only. Nothing here reads /work/shared or any path
-outside the repository and the directories the caller names.
+Python 3 standard library only. Nothing here reads any path outside the
+repository and the directories the caller names.
 """
 import json
 import os
@@ -322,103 +322,111 @@ class DataReport:
 
 def check_data_dir(data, allow_torn=False, allow_temporary=False):
     """Walks a data directory and proves it whole: only the files the layout
-    names (README "Data layout"); settings files whole JSON objects in the
+    names (docs/OPERATIONS.md, "Data layout"); settings files whole JSON objects in the
     Python layout; change logs of whole 256-byte records, sorted, with a torn
     tail only where a crash may leave one (`allow_torn`); envelopes that parse
     and name their own id; every live message's seq in its key's log."""
     report = DataReport()
-    problem = report.problems.append
     for directory, dirs, files in os.walk(data):
         rel = os.path.relpath(directory, data)
         parts = [] if rel == "." else rel.split(os.sep)
         for name in files:
-            path = os.path.join(directory, name)
-            if os.path.islink(path) or not os.path.isfile(path):
-                problem("%s: not a regular file" % path)
-                continue
-            if TEMPORARY.match(name):
-                report.temporary.append(path)
-                if not allow_temporary:
-                    problem("%s: a temporary file was left behind" % path)
-                continue
-            if parts == [".locks"]:
-                lock = re.match(r"^(user_settings|inbox)\.(.+)\.lock$", name)
-                # A waiting request's place (Sources/MockCloudStore/Waiting.swift).
-                if re.match(r"^waiting\.(0|[1-9][0-9]?)\.lock$", name):
-                    continue
-                if not (lock and KEY.match(lock.group(2))):
-                    problem("%s: not a lock file of a valid key" % path)
-            elif parts == ["user_settings"]:
-                if name.endswith(".json.mac") and KEY.match(name[:-9]):
-                    report.sidecars += 1
-                elif name.endswith(".json") and KEY.match(name[:-5]):
-                    report.settings_files += 1
-                    raw = open(path, "rb").read()
-                    why = settings_file_problem(raw)
-                    if why:
-                        problem("%s: %s" % (path, why))
-                    else:
-                        report.settings[name[:-5]] = json.loads(raw)
-                else:
-                    problem("%s: not a settings file of a valid key" % path)
-            elif len(parts) == 2 and parts[0] == "inbox" and KEY.match(parts[1]) and name == "changes.log":
-                report.logs += 1
-            elif len(parts) == 3 and parts[0] == "inbox" and KEY.match(parts[1]) and parts[2] == "messages":
-                if name.endswith(".json.mac") and MESSAGE_ID.match(name[:-9]):
-                    report.sidecars += 1
-                elif name.endswith(".json") and MESSAGE_ID.match(name[:-5]):
-                    report.messages += 1
-                    raw = open(path, "rb").read()
-                    why = envelope_problem(raw, name[:-5])
-                    if why:
-                        problem("%s: %s" % (path, why))
-                        continue
-                    doc = json.loads(raw)
-                    target = report.tombstones if doc.get("deleted") is True else report.live
-                    target[(parts[1], name[:-5])] = doc
-                else:
-                    problem("%s: not a message file of a valid id" % path)
-            else:
-                problem("%s: a file the data layout does not name" % path)
+            check_layout_file(report, os.path.join(directory, name), parts, name, allow_temporary)
         for name in dirs:
             sub = parts + [name]
             allowed = (sub in ([".locks"], ["user_settings"], ["inbox"])
                        or (len(sub) == 2 and sub[0] == "inbox" and KEY.match(sub[1]))
                        or (len(sub) == 3 and sub[0] == "inbox" and KEY.match(sub[1]) and sub[2] == "messages"))
             if not allowed:
-                problem("%s: a directory the data layout does not name" % os.path.join(directory, name))
-
-    # Logs against messages: the feed finds a message only through its record.
+                report.problems.append("%s: a directory the data layout does not name" % os.path.join(directory, name))
     inbox_root = os.path.join(data, "inbox")
     for key in sorted(os.listdir(inbox_root)) if os.path.isdir(inbox_root) else []:
-        log_path = os.path.join(inbox_root, key, "changes.log")
-        states = {i: d for (k, i), d in list(report.live.items()) + list(report.tombstones.items()) if k == key}
-        if not os.path.exists(log_path):
-            if states:
-                problem("%s: %d messages but no change log" % (key, len(states)))
-            continue
-        ok, records, torn, log_problems = read_log(log_path)
-        report.problems.extend(log_problems)
-        report.torn_tails += torn
-        report.log_records += len(records)
-        if torn and not allow_torn:
-            problem("%s: %d torn record(s) at the end" % (log_path, torn))
-        in_log = {(seq, ident) for seq, _, _, ident in records}
-        for ident, doc in states.items():
-            if (doc["seq"], ident) in in_log:
-                continue
-            if doc.get("deleted") is True:
-                # Compaction dropped an expired deletion's record and a crash
-                # came before its file went: the file only says "absent".
-                report.stale_tombstones += 1
-            else:
-                problem("%s/%s: seq %d is not in the change log: the feed cannot show it"
-                        % (key, ident, doc["seq"]))
-        for seq, kind, _, ident in records:
-            state = states.get(ident)
-            if state is None or state["seq"] != seq:
-                report.orphan_records += 1
+        check_log_against_messages(report, inbox_root, key, allow_torn)
     return report
+
+
+def check_layout_file(report, path, parts, name, allow_temporary):
+    """One file of the data directory, at `parts` below it: a file the layout names, whole."""
+    problem = report.problems.append
+    if os.path.islink(path) or not os.path.isfile(path):
+        problem("%s: not a regular file" % path)
+    elif TEMPORARY.match(name):
+        report.temporary.append(path)
+        if not allow_temporary:
+            problem("%s: a temporary file was left behind" % path)
+    elif parts == [".locks"]:
+        lock = re.match(r"^(user_settings|inbox)\.(.+)\.lock$", name)
+        # A waiting request's place (Sources/MockCloudStore/Waiting.swift).
+        if not re.match(r"^waiting\.(0|[1-9][0-9]?)\.lock$", name) and not (lock and KEY.match(lock.group(2))):
+            problem("%s: not a lock file of a valid key" % path)
+    elif parts == ["user_settings"]:
+        if name.endswith(".json.mac") and KEY.match(name[:-9]):
+            report.sidecars += 1
+        elif name.endswith(".json") and KEY.match(name[:-5]):
+            report.settings_files += 1
+            raw = open(path, "rb").read()
+            why = settings_file_problem(raw)
+            if why:
+                problem("%s: %s" % (path, why))
+            else:
+                report.settings[name[:-5]] = json.loads(raw)
+        else:
+            problem("%s: not a settings file of a valid key" % path)
+    elif len(parts) == 2 and parts[0] == "inbox" and KEY.match(parts[1]) and name == "changes.log":
+        report.logs += 1
+    elif len(parts) == 3 and parts[0] == "inbox" and KEY.match(parts[1]) and parts[2] == "messages":
+        check_message_file(report, path, parts[1], name)
+    else:
+        problem("%s: a file the data layout does not name" % path)
+
+
+def check_message_file(report, path, key, name):
+    """A file of a key's messages folder: a MAC sidecar, or an envelope that parses and names its id."""
+    if name.endswith(".json.mac") and MESSAGE_ID.match(name[:-9]):
+        report.sidecars += 1
+    elif name.endswith(".json") and MESSAGE_ID.match(name[:-5]):
+        report.messages += 1
+        raw = open(path, "rb").read()
+        why = envelope_problem(raw, name[:-5])
+        if why:
+            report.problems.append("%s: %s" % (path, why))
+            return
+        doc = json.loads(raw)
+        target = report.tombstones if doc.get("deleted") is True else report.live
+        target[(key, name[:-5])] = doc
+    else:
+        report.problems.append("%s: not a message file of a valid id" % path)
+
+
+def check_log_against_messages(report, inbox_root, key, allow_torn):
+    """The key's change log whole, and every message in it: the feed finds a message only through its record."""
+    problem = report.problems.append
+    log_path = os.path.join(inbox_root, key, "changes.log")
+    states = {i: d for (k, i), d in list(report.live.items()) + list(report.tombstones.items()) if k == key}
+    if not os.path.exists(log_path):
+        if states:
+            problem("%s: %d messages but no change log" % (key, len(states)))
+        return
+    ok, records, torn, log_problems = read_log(log_path)
+    report.problems.extend(log_problems)
+    report.torn_tails += torn
+    report.log_records += len(records)
+    if torn and not allow_torn:
+        problem("%s: %d torn record(s) at the end" % (log_path, torn))
+    in_log = {(seq, ident) for seq, _, _, ident in records}
+    for ident, doc in states.items():
+        if (doc["seq"], ident) in in_log:
+            continue
+        if doc.get("deleted") is True:
+            # Compaction dropped an expired deletion's record and a crash
+            # came before its file went: the file only says "absent".
+            report.stale_tombstones += 1
+        else:
+            problem("%s/%s: seq %d is not in the change log: the feed cannot show it" % (key, ident, doc["seq"]))
+    for seq, kind, _, ident in records:
+        state = states.get(ident)
+        if state is None or state["seq"] != seq:
+            report.orphan_records += 1
 
 
 # ---------------------------------------------------------------- snapshots

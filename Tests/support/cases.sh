@@ -78,16 +78,16 @@ last_header() {
 }
 
 # below PID: every process below PID, from /proc (procps may be absent).
+# One cat and one awk for every process (a loop of reads took over a second
+# among a few hundred processes, longer than what the callers look for lives);
+# cat goes on past a process that ended meanwhile. A stat line is
+# "PID (COMMAND) STATE PPID ...", COMMAND of any characters.
 below() {
-    local stat line rest
-    for stat in /proc/[0-9]*/stat; do
-        { read -r line <"$stat"; } 2>/dev/null || continue
-        rest="${line##*) }"
-        rest="${rest#* }"
-        printf '%s %s\n' "${line%% *}" "${rest%% *}"
-    done | awk -v root="$1" '{ parent[$1] = $2 } END {
-        for (pid in parent) { p = parent[pid]
-            for (d = 0; p != "" && p != 0 && d < 64; d++) { if (p == root) { print pid; break } p = parent[p] } } }'
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
+        { rest = $0; sub(/^.*\) /, "", rest); split(rest, field, " "); parent[$1] = field[2] }
+        END {
+            for (pid in parent) { p = parent[pid]
+                for (d = 0; p != "" && p != 0 && d < 64; d++) { if (p == root) { print pid; break } p = parent[p] } } }'
 }
 
 PASSED=0

@@ -14,7 +14,7 @@
 #                                      sets STACK, PORT, BASE, RUN and DATA
 #   stop_stacks                        stops every stack started so far
 #   own_secrets FILE...                key and token files made readable to
-#                                      the stacks' user, as README says
+#                                      the stacks' user, as docs/OPERATIONS.md says
 # Run (Tests/support/stack.py does, for the Python suites and the benchmarks):
 #   stack.sh start WORK NAME [VAR=value ...]   prints PORT, RUN and DATA, a line each
 #   stack.sh stop RUN
@@ -63,7 +63,7 @@ start_stack() {
 
 # As root the programs run as mockcloud, and the launcher refuses a key or
 # token file that user cannot read: the files a test writes go to it the way
-# README tells an operator to (`mockcloud-nginx.sh own`). As anyone else
+# docs/OPERATIONS.md tells an operator to (`mockcloud-nginx.sh own`). As anyone else
 # the programs run as that user, who made the files.
 own_secrets() {
     [[ "$(id -u)" != 0 ]] || "$LAUNCHER" own "$@" >/dev/null

@@ -191,7 +191,7 @@ expect 409 PUT /inbox/g1 -H 'X-User-Key: bk-14' -H 'X-Sync-Version: 1' -H 'Accep
 header_absent Content-Encoding
 py 'assert len(raw) >= 1024 and doc["current"]["id"] == "g1", len(raw)'
 
-it "a client that syncs as the README says holds exactly the server's messages: the empty inbox's anchor gets 410 after a dropped deletion, and the 410 recovery reads without exclude-source"
+it "a client that syncs as docs/API.md §4 says holds exactly the server's messages: the empty inbox's anchor gets 410 after a dropped deletion, and the 410 recovery reads without exclude-source"
 start_stack sync-client MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=0 MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=1 ||
     fail "could not start the stack"
 if ! out="$(python3 "$HERE/sync_client.py" "$BASE" 2>&1)"; then

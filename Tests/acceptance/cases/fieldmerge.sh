@@ -6,7 +6,7 @@ MERGE='Content-Type: application/merge-patch+json'
 FIELDS='X-Merge: fields'
 BASE_DOC='{"weightCalibrationFactor": 1.0, "unitSystem": "metric", "heightCm": 175, "updatedAt": "2026-05-18T10:00:00Z"}'
 
-it "two phones edit different members offline and both edits survive, in the order the README tells"
+it "two phones edit different members offline and both edits survive, the later edit home first"
 expect 200 PUT /user/settings -H 'X-User-Key: fm-story' -d "$BASE_DOC"
 expect 200 PATCH /user/settings -H 'X-User-Key: fm-story' -H "$MERGE" -H "$FIELDS" -H 'X-Device-Id: phone-b' \
     -d '{"unitSystem": "imperial", "updatedAt": "2026-05-18T10:05:00Z"}'

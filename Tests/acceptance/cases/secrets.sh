@@ -1,7 +1,7 @@
 # The key and token files as the serving user meets them: `start`
 # and `serve` refuse a file that user cannot read, or that group or others
-# can, naming the file, its owner and mode and the fix; and README's signing
-# and token sections, run as written (as root), give a server that signs
+# can, naming the file, its owner and mode and the fix; and the signing
+# and token sections of docs/OPERATIONS.md, run as written (as root), give a server that signs
 # and checks tokens.
 
 # fix_in OUT: the command after `Fix: ` in the launcher's refusal OUT.
@@ -55,74 +55,74 @@ else
         "$WORK/serve-refused.out" || fail "message: $(cat "$WORK/serve-refused.out")"
     [[ ! -e "$WORK/serve-refused/nginx.pid" ]] || fail "nginx was started"
 
-    # README's sections, as written, in a directory laid out like the
+    # docs/OPERATIONS.md's sections, as written, in a directory laid out like the
     # checkout (its nginx/, admin/ and cgi-bin/), so that `data` and `run`
     # are the test's. Two changes only: /etc/mockcloud becomes a directory of
     # the test's, and `make serve` what it ends in once the programs are
     # built, `exec nginx/mockcloud-nginx.sh serve` (the Makefile's line).
-    readme="$WORK/readme"
-    mkdir -p "$readme"
-    chmod 0711 "$readme"
-    ln -s "$REPO/nginx" "$REPO/admin" "$readme/"
-    ln -s "$MOCKCLOUD_CGI_BIN" "$readme/cgi-bin"
+    guide="$WORK/guide"
+    mkdir -p "$guide"
+    chmod 0711 "$guide"
+    ln -s "$REPO/nginx" "$REPO/admin" "$guide/"
+    ln -s "$MOCKCLOUD_CGI_BIN" "$guide/cgi-bin"
 
-    # readme_blocks HEADING: the ```sh blocks of README's section HEADING,
+    # guide_blocks HEADING: the ```sh blocks of docs/OPERATIONS.md's section HEADING,
     # each line as written; a block ends in a line `# --`.
-    readme_blocks() {
+    guide_blocks() {
         awk -v heading="$1" '
             /^## / { inside = ($0 == "## " heading) }
             inside && /^```sh$/ { block = 1; next }
             inside && block && /^```$/ { block = 0; print "# --"; next }
-            inside && block { print }' "$REPO/README.md"
+            inside && block { print }' "$REPO/docs/OPERATIONS.md"
     }
     # as_run FILE: the block's lines up to `make serve`, with the two changes.
     as_run() {
         awk '{ print } / make serve$/ { exit }' "$1" |
-            sed -e "s|/etc/mockcloud|$readme/etc/mockcloud|g" -e 's|make serve$|exec nginx/mockcloud-nginx.sh serve|'
+            sed -e "s|/etc/mockcloud|$guide/etc/mockcloud|g" -e 's|make serve$|exec nginx/mockcloud-nginx.sh serve|'
     }
-    readme_blocks "Signing stored data (HMAC-SHA256)" | awk -v dir="$WORK" '/^# --$/ { n++; next } { print > (dir "/signing-" (n + 0) ".sh") }'
-    readme_blocks "Bearer tokens (optional)" | awk -v dir="$WORK" '/^# --$/ { n++; next } { print > (dir "/tokens-" (n + 0) ".sh") }'
-    readme_port="$(free_port)"
-    # serve_readme BLOCK OUT: BLOCK run (as_run) in the checkout-like
+    guide_blocks "Signing stored data (HMAC-SHA256)" | awk -v dir="$WORK" '/^# --$/ { n++; next } { print > (dir "/signing-" (n + 0) ".sh") }'
+    guide_blocks "Bearer tokens (optional)" | awk -v dir="$WORK" '/^# --$/ { n++; next } { print > (dir "/tokens-" (n + 0) ".sh") }'
+    guide_port="$(free_port)"
+    # serve_guide BLOCK OUT: BLOCK run (as_run) in the checkout-like
     # directory in the background, its output in OUT, recorded for cleanup;
-    # README_PID is its PID. Returns once it served, or after 15 s.
-    serve_readme() {
+    # GUIDE_PID is its PID. Returns once it served, or after 15 s.
+    serve_guide() {
         local i
         grep -q 'make serve$' "$1" || fail "the section's block does not end in make serve: $(cat "$1")"
         : >"$2"
-        (cd "$readme" && MOCKCLOUD_PORT="$readme_port" exec bash -e <(as_run "$1")) >"$2" 2>&1 &
-        README_PID=$!
-        SERVER_PIDS+=("$README_PID")
+        (cd "$guide" && MOCKCLOUD_PORT="$guide_port" exec bash -e <(as_run "$1")) >"$2" 2>&1 &
+        GUIDE_PID=$!
+        SERVER_PIDS+=("$GUIDE_PID")
         for ((i = 0; i < 150; i++)); do grep -q 'MockCloud serving' "$2" && break; sleep 0.1; done
         grep -q 'MockCloud serving' "$2" || fail "no server: $(cat "$2")"
-        BASE="https://127.0.0.1:$readme_port" DATA="$readme/data" RUN="$readme/run"
+        BASE="https://127.0.0.1:$guide_port" DATA="$guide/data" RUN="$guide/run"
     }
 
-    it "README's signing section, run as root as written: the server signs, checks and keeps serving after sign and rotate"
-    serve_readme "$WORK/signing-0.sh" "$WORK/readme-signing.out"
+    it "the operations guide's signing section, run as root as written: the server signs, checks and keeps serving after sign and rotate"
+    serve_guide "$WORK/signing-0.sh" "$WORK/guide-signing.out"
     expect 200 PUT /user/settings -H 'X-User-Key: u1' -d '{"weight": 71.3}'
     [[ -f "$DATA/user_settings/u1.json.mac" ]] || fail "no MAC sidecar: not signed"
     expect 200 GET /user/settings -H 'X-User-Key: u1'
     printf '{\n  "units": "metric"\n}' >"$DATA/user_settings/legacy.json"
-    (cd "$readme" && bash -e <(sed "s|/etc/mockcloud|$readme/etc/mockcloud|g" "$WORK/signing-1.sh")) >"$WORK/readme-sign.out" 2>&1 ||
-        fail "sign / verify: $(cat "$WORK/readme-sign.out")"
+    (cd "$guide" && bash -e <(sed "s|/etc/mockcloud|$guide/etc/mockcloud|g" "$WORK/signing-1.sh")) >"$WORK/guide-sign.out" 2>&1 ||
+        fail "sign / verify: $(cat "$WORK/guide-sign.out")"
     expect 200 GET /user/settings -H 'X-User-Key: legacy'
-    [[ -f "$DATA/user_settings/legacy.json.mac" ]] || fail "sign left legacy.json unsigned: $(cat "$WORK/readme-sign.out")"
-    (cd "$readme" && bash -e <(sed "s|/etc/mockcloud|$readme/etc/mockcloud|g" "$WORK/signing-2.sh")) >"$WORK/readme-rotate.out" 2>&1 ||
-        fail "rotate: $(cat "$WORK/readme-rotate.out")"
+    [[ -f "$DATA/user_settings/legacy.json.mac" ]] || fail "sign left legacy.json unsigned: $(cat "$WORK/guide-sign.out")"
+    (cd "$guide" && bash -e <(sed "s|/etc/mockcloud|$guide/etc/mockcloud|g" "$WORK/signing-2.sh")) >"$WORK/guide-rotate.out" 2>&1 ||
+        fail "rotate: $(cat "$WORK/guide-rotate.out")"
     expect 200 GET /user/settings -H 'X-User-Key: legacy'
     expect 200 GET /user/settings -H 'X-User-Key: u1'
-    kill -TERM "$README_PID"
-    wait "$README_PID"
+    kill -TERM "$GUIDE_PID"
+    wait "$GUIDE_PID"
 
-    it "README's token section, run as root as written: the server checks tokens"
-    serve_readme "$WORK/tokens-0.sh" "$WORK/readme-tokens.out"
-    mapfile -t tokens < <(grep -o '^mct_[A-Za-z0-9_]*' "$WORK/readme-tokens.out")
-    ((${#tokens[@]} == 2)) || fail "README's commands printed ${#tokens[@]} tokens: $(cat "$WORK/readme-tokens.out")"
+    it "the operations guide's token section, run as root as written: the server checks tokens"
+    serve_guide "$WORK/tokens-0.sh" "$WORK/guide-tokens.out"
+    mapfile -t tokens < <(grep -o '^mct_[A-Za-z0-9_]*' "$WORK/guide-tokens.out")
+    ((${#tokens[@]} == 2)) || fail "the guide's commands printed ${#tokens[@]} tokens: $(cat "$WORK/guide-tokens.out")"
     expect 401 GET /user/settings -H 'X-User-Key: u1'
     expect 200 GET /user/settings -H 'X-User-Key: u1' -H "Authorization: Bearer ${tokens[0]:-none}"
     expect 200 PUT /user/settings -H 'X-User-Key: u2' -H "Authorization: Bearer ${tokens[1]:-none}" -d '{}'
     expect 403 GET /user/settings -H 'X-User-Key: u3' -H "Authorization: Bearer ${tokens[1]:-none}"
-    kill -TERM "$README_PID"
-    wait "$README_PID"
+    kill -TERM "$GUIDE_PID"
+    wait "$GUIDE_PID"
 fi

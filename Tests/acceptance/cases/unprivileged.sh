@@ -1,23 +1,27 @@
-# No served request runs anything as root (issues 11 and 20): `serve` and
-# `start` started as root both run nginx's workers, fcgiwrap and every
-# program as the unprivileged `mockcloud` user, which owns the data and run
-# directories. The processes are read from /proc in the middle of a
-# request: for `serve`, a stand-in program that answers with its own uid and
-# stays running for a second; for `start` (the stack every suite uses), the
-# real program, held by its key's lock.
-
-# uid_of PID: the real and effective uids ("0 0").
-uid_of() { awk '/^Uid:/ { print $2, $3 }' "/proc/$1/status" 2>/dev/null; }
-
+# No served request runs anything as root (a bug in a program must not be
+# a root compromise of the box): `serve` and `start` started as root both
+# run nginx's workers, fcgiwrap and every program as the unprivileged
+# `mockcloud` user, which owns the data and run directories. The processes
+# are read from /proc in the middle of a request: for `serve`, a stand-in
+# program that answers with its own uid and stays running for a second; for
+# `start` (the stack every suite uses), the real program, held by its key's
+# lock.
 
 # serving_processes RUN: "pid:command:real effective uids;" for each of
 # nginx's workers, fcgiwrap and everything below it, of the stack in RUN.
+# Builtins only for each process (fcgiwrap runs 64): a snapshot must be
+# quicker than the one-second request it is taken during, on a busy machine too.
 serving_processes() {
-    local pid procs=""
+    local pid procs="" key real effective args
     for pid in $(below "$(cat "$1/nginx.pid" 2>/dev/null)") "$(cat "$1/fcgiwrap.pid" 2>/dev/null)" \
         $(below "$(cat "$1/fcgiwrap.pid" 2>/dev/null)"); do
         [[ -n "$pid" && -e "/proc/$pid" ]] || continue
-        procs+="$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200):$(uid_of "$pid");"
+        real="" effective=""
+        while read -r key real effective _; do [[ "$key" != Uid: ]] || break; done <"/proc/$pid/status" 2>/dev/null
+        args=()
+        mapfile -d '' args <"/proc/$pid/cmdline" 2>/dev/null
+        args="${args[*]}"
+        procs+="$pid:${args:0:200}:$real $effective;"
     done
     printf '%s' "$procs"
 }
@@ -56,10 +60,12 @@ else
         "https://127.0.0.1:$uport/user/settings" &
     curl_pid=$!
     # ps in the middle of the request (the program sleeps 1 s): nginx's
-    # workers, fcgiwrap, the program, once it runs.
-    for ((i = 0; i < 40; i++)); do
+    # workers, fcgiwrap, the program, once it runs; looked for until the
+    # request ends, however slowly a busy machine starts it.
+    procs=""
+    while kill -0 "$curl_pid" 2>/dev/null; do
         procs="$(serving_processes "$urun")"
-        [[ "$procs" != *sleep* ]] || break
+        [[ "$procs" != *sleep* && "$procs" != *user-settings* ]] || break
         sleep 0.05
     done
     wait "$curl_pid"
@@ -94,7 +100,7 @@ else
         "$BASE/user/settings" >"$WORK/held-put.code" &
     put_pid=$!
     procs=""
-    for ((i = 0; i < 50; i++)); do
+    while kill -0 "$put_pid" 2>/dev/null; do
         procs="$(serving_processes "$RUN")"
         [[ "$procs" != *"/user-settings"* ]] || break
         sleep 0.05
