@@ -160,6 +160,7 @@ computing_lane() {
     step instructions Tests/budget/instructions.sh
     step fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
     step dependent Tests/dependent/run.sh
+    step api-break Tests/api-break/run.sh
     ((ALL)) && step fuzz-long Tests/Fuzz/run.sh "${FUZZ_SECONDS:-60}"
 }
 
@@ -227,7 +228,7 @@ if build release make --no-print-directory install; then
     ( waiting_lane ) &
     lanes+=($!)
 else
-    for name in "swift test" formats client acceptance api reinstall package symbol-order stress instructions fuzz dependent; do
+    for name in "swift test" formats client acceptance api reinstall package symbol-order stress instructions fuzz dependent api-break; do
         skipped "$name" "$name: the release build failed (see \"release\" above)"
     done
 fi

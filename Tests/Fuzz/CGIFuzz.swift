@@ -37,12 +37,14 @@ private let signingKeys = try! SigningKeys.parse(
 private let accessTokens = AccessTokens(hashes: [HMACSHA256.sha256([Array("fuzz-token".utf8)])])
 /// A wait (`?wait=`) ends at once: its answer would go to a pipe whose
 /// reader is already gone, as when fcgiwrap stops. The wait's whole path
-/// (the watch, a place, the looks) still runs, in no time.
+/// (the watch, a place counted for the input's `REMOTE_ADDR`, the looks)
+/// still runs, in no time.
 private let waiting: WaitHost = {
     var fds: [Int32] = [-1, -1]
     require(pipe(&fds) == 0, "pipe: errno \(errno)")
     close(fds[0])
-    return WaitHost(allow: { _ in }, output: FileDescriptor(rawValue: fds[1]))
+    let gone = FileDescriptor(rawValue: fds[1])
+    return WaitHost(allow: { _ in }, answerPaths: { [gone] }, perAddress: ServiceConfig.defaultWaitsPerAddress)
 }()
 /// 2026-05-18T04:43:04.134233Z, the contract's example.
 private let defaultClock: Int64 = 1_779_079_384_134_233

@@ -1,14 +1,15 @@
 import MockCloudTestSupport
 import Testing
 
-/// The sync guide's example (docs/SYNC.md, "An app's sync at launch") is
-/// Tests/ReadmeExample, which `swift build` and the iOS build compile: the
-/// two must stay the same.
+/// The sync guide's examples (docs/SYNC.md: "An app's sync at launch" and
+/// the engine's) are Tests/ReadmeExample's files, which `swift build` and
+/// the iOS build compile: each must stay the same as its copy in the guide.
 @Suite struct ReadmeExampleTests {
-    @Test func theSyncGuideShowsTheCompiledExampleWordForWord() throws {
+    @Test(arguments: ["SyncFromADevice.swift", "SyncWithAnEngine.swift"])
+    func theSyncGuideShowsTheCompiledExampleWordForWord(_ file: String) throws {
         let guide = try repositoryFile("docs/SYNC.md")
-        let example = try repositoryFile("Tests/ReadmeExample/SyncFromADevice.swift")
+        let example = try repositoryFile("Tests/ReadmeExample/" + file)
         #expect(guide.contains("```swift\n" + example + "```\n"),
-                "docs/SYNC.md's Swift block under \"An app's sync at launch\" differs from Tests/ReadmeExample/SyncFromADevice.swift")
+                "docs/SYNC.md's Swift block differs from Tests/ReadmeExample/\(file)")
     }
 }

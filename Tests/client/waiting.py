@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.parse
 
+import suite
 from formats import read_log
 
 
@@ -103,8 +104,11 @@ def put(box, key, ident, device="mirror-1", version=None, body=None):
 
 
 def held_request(box, path, key, headers, results, index, protocol_timeout=90):
-    """One waiting request; its status (or the exception's name) lands in results[index]."""
-    conn = http.client.HTTPSConnection("127.0.0.1", box.stack.port, context=box.http.context, timeout=protocol_timeout)
+    """One waiting request, from a device address of its own (one address
+    holds at most MOCKCLOUD_WAITS_PER_ADDRESS waits); its status (or the
+    exception's name) lands in results[index]."""
+    conn = http.client.HTTPSConnection("127.0.0.1", box.stack.port, context=box.http.context, timeout=protocol_timeout,
+                                       source_address=(suite.device_address(), 0))
     try:
         conn.request("GET", path, headers={"X-User-Key": key, **headers})
         r = conn.getresponse()

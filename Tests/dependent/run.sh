@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # An app adds MockCloudClient by version (part of make test; a minute): this
-# tree, as it is now, becomes a git repository tagged 1.0.0 in a temporary
-# folder; a new package depends on it with `.package(url: "file://…", from:
-# "1.0.0")` and builds and runs a program that uses the MockCloudClient
+# tree, as it is now, becomes a git repository tagged with the VERSION
+# file's version in a temporary folder; a new package depends on it with
+# `.package(url: "file://…", from: VERSION)` and builds and runs a program that uses the MockCloudClient
 # product. SwiftPM refuses a versioned dependency whose product closure has
 # unsafe flags, so this fails the moment one creeps in. Prints `N passed, M
 # failed` last.
@@ -12,12 +12,13 @@ source "$REPO/Tests/support/cases.sh"
 work_dir mcdep
 [[ ! -d /opt/swift/usr/bin ]] || PATH="/opt/swift/usr/bin:$PATH"
 
-it "this tree, tagged 1.0.0, is a package another one can depend on by version"
+VERSION="$(tr -d '[:space:]' <"$REPO/VERSION")"
+it "this tree, tagged $VERSION, is a package another one can depend on by version"
 mkdir -p "$WORK/mockcloud"
 (cd "$REPO" && git ls-files -z --cached --others --exclude-standard) |
     (cd "$REPO" && xargs -0 cp --parents -t "$WORK/mockcloud" 2>/dev/null) || true
 (cd "$WORK/mockcloud" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm tree &&
-    git tag 1.0.0) >"$WORK/git.out" 2>&1 || fail "git: $(cat "$WORK/git.out")"
+    git tag "$VERSION") >"$WORK/git.out" 2>&1 || fail "git: $(cat "$WORK/git.out")"
 
 mkdir -p "$WORK/app/Sources/app"
 cat >"$WORK/app/Package.swift" <<SWIFT
@@ -26,7 +27,7 @@ import PackageDescription
 let package = Package(
     name: "app",
     platforms: [.iOS(.v16), .macOS(.v13)],
-    dependencies: [.package(url: "file://$WORK/mockcloud", from: "1.0.0")],
+    dependencies: [.package(url: "file://$WORK/mockcloud", from: "$VERSION")],
     targets: [.executableTarget(name: "app", dependencies: [.product(name: "MockCloudClient", package: "mockcloud")])]
 )
 SWIFT
