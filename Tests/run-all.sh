@@ -3,11 +3,13 @@
 # cgi-bin/, then every suite, several side by side:
 #
 #   swift test      the Swift unit and process tests (their own debug build)
+#   api-break       MockCloudClient's public API against the last release's
 #   formats         the harness's change-log format against the programs
 #   acceptance      shell cases through nginx + fcgiwrap + TLS
 #   api             docs/openapi.yaml: the document, schemathesis, and every
 #                   answer the acceptance cases got (so after acceptance)
-#   client          mockcloud-sync and MockCloudClient against real stacks
+#   client (PART)   mockcloud-sync and MockCloudClient against real stacks,
+#                   in five parts (Tests/client/run.py --part)
 #   reinstall       make install's step into a cgi-bin a stack serves from
 #   dependent       an app's package adds MockCloudClient by version
 #   instructions    callgrind instruction budgets of the programs
@@ -16,15 +18,15 @@
 #   package         the Debian package's contents and maintainer scripts
 #   fuzz            every fuzz reproducer replayed, each target fuzzed briefly
 #
-# Two lanes run at once on the machine's cores, once the release build is
-# done: one of suites that mostly wait (on stacks, sleeps, timeouts), one of
-# builds and suites that mostly compute, which takes the CPU the waiting
-# ones leave. Each suite writes to a log of its own,
-# printed whole when the suite ends, then a line with its counts, its
-# seconds and the CPU seconds of every process it started (its stacks
-# included: Tests/support/reap.py); a process it left running fails it.
-# Last: a line per suite, and one combined `N passed, M failed`; exits 1
-# when anything failed.
+# Once the release build is done, up to MOCKCLOUD_TEST_JOBS suites (default
+# 4: most of them wait on stacks, sleeps and timeouts more than they
+# compute) run at once, the longest first, each when what it needs has
+# ended (the Swift tests their build; api the acceptance answers). Each
+# suite writes to a log of its own, printed whole when the suite ends, then
+# a line with its counts, its seconds and the CPU seconds of every process
+# it started (its stacks included: Tests/support/reap.py); a process it left
+# running fails it. Last: a line per suite, and one combined `N passed, M
+# failed`; exits 1 when anything failed.
 #
 #   Tests/run-all.sh            what `make test` runs (after packaging/deps.sh test)
 #   Tests/run-all.sh --all      also the long runs (`make test-all`): make
@@ -36,12 +38,13 @@ export PATH
 
 ALL=0
 [[ "${1:-}" != --all ]] || ALL=1
+SLOTS="${MOCKCLOUD_TEST_JOBS:-4}"
 
 logs="$(mktemp -d)"
-lanes=()
+running=()
 cleanup() {
     local pid
-    for pid in "${lanes[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null; done
+    for pid in "${running[@]}"; do kill -TERM "$pid" 2>/dev/null; done
     rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -54,6 +57,112 @@ TEST_BUILD=(--explicit-target-dependency-import-check error)
 # The acceptance answers are kept for Tests/api/run.sh, which checks each
 # against docs/openapi.yaml.
 export MOCKCLOUD_API_RECORD="$logs/api-answers"
+
+# ---------------------------------------------------------------- the jobs
+
+# job NAME NEEDS COMMAND...: a suite (or, with BUILD=1 before it, a build)
+# to run once every job NEEDS names (space-separated) has ended; one that
+# needs a build that failed is not run. Listed longest first: the order in
+# which free slots take them.
+JOBS=()
+declare -A NEEDS=() COMMAND=() IS_BUILD=()
+job() {
+    local name="$1"
+    JOBS+=("$name")
+    NEEDS[$name]="$2"
+    IS_BUILD[$name]="${BUILD:-0}"
+    shift 2
+    COMMAND[$name]="$(printf '%q ' "$@")"
+}
+
+BUILD=1 job "build (tests)" "" swift build --build-tests "${TEST_BUILD[@]}"
+for part in urlsession curl tool watch waits; do
+    job "client ($part)" "" Tests/client/run.py --part "$part"
+done
+job acceptance "" Tests/acceptance/run.sh
+job stress "" Tests/stress/short.sh
+job "swift test" "build (tests)" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
+# One pip at a time in .build/venv; the answers acceptance kept.
+job api "acceptance api-packages" Tests/api/run.sh
+job fuzz "" Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
+job dependent "" Tests/dependent/run.sh
+# SwiftPM again, in the same .build: after the tests' build and run.
+job api-break "swift test" Tests/api-break/run.sh
+job package "" Tests/package/run.sh
+job reinstall "" Tests/reinstall/run.py
+job instructions "" Tests/budget/instructions.sh
+job formats "" Tests/support/check_formats.py
+job symbol-order "" Tests/budget/symbol-order.sh
+if ((ALL)); then
+    job stress-long "" Tests/stress/run.sh
+    job fuzz-long fuzz Tests/Fuzz/run.sh "${FUZZ_SECONDS:-60}"
+    job flood "" Tests/stress/flood.sh
+    job testssl "" bash -c 'packaging/deps.sh serve testssl && Tests/stress/testssl.sh'
+fi
+
+# ---------------------------------------------------------------- running
+
+# step NAME COMMAND...: runs COMMAND with its output in NAME's log, under
+# Tests/support/reap.py; when it ends, NAME.done holds its exit status,
+# seconds, CPU seconds and what it left running.
+step() {
+    local name="$1" start=$SECONDS status=1 cpu=0 left=""
+    shift
+    echo "$name" >>"$logs/started"
+    Tests/support/reap.py "$logs/$name.reaped" "$@" >"$logs/$name.log" 2>&1 </dev/null
+    read -r status cpu left <"$logs/$name.reaped"
+    echo "$status $((SECONDS - start)) $cpu $left" >"$logs/$name.done"
+    return "$status"
+}
+
+# skipped NAME WHY: a suite that could not run (a build it needs failed).
+skipped() {
+    echo "$1" >>"$logs/started"
+    printf '%s\n0 passed, 1 failed\n' "$2" >"$logs/$1.log"
+    echo "1 0 0" >"$logs/$1.done"
+}
+
+# ready NAME: 0 when every job NAME needs has ended (and built), 1 while one
+# runs, 2 when a build it needs failed.
+ready() {
+    local need status
+    for need in ${NEEDS[$1]}; do
+        [[ -e "$logs/$need.done" ]] || return 1
+        read -r status _ <"$logs/$need.done"
+        if [[ "${IS_BUILD[$need]:-1}" == 1 ]] && ((status != 0)); then return 2; fi
+    done
+    return 0
+}
+
+# run_jobs: starts each job when a slot is free and what it needs has
+# ended, reporting each as it ends, until all have ended.
+run_jobs() {
+    local pending=("${JOBS[@]}") left name pid state
+    while ((${#pending[@]} > 0 || ${#running[@]} > 0)); do
+        left=()
+        for pid in "${running[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
+        running=("${left[@]}")
+        left=()
+        for name in "${pending[@]}"; do
+            ready "$name"
+            state=$?
+            if ((state == 2)); then
+                skipped "$name" "$name: not run, a build it needs failed (see above)"
+            elif ((state == 0 && ${#running[@]} < SLOTS)); then
+                [[ "${IS_BUILD[$name]}" == 0 ]] || echo "$name" >>"$logs/builds"
+                eval "step $(printf '%q' "$name") ${COMMAND[$name]}" &
+                running+=($!)
+            else
+                left+=("$name")
+            fi
+        done
+        pending=("${left[@]}")
+        report
+        sleep 1
+    done
+    wait
+    report
+}
 
 # ---------------------------------------------------------------- counting
 
@@ -92,89 +201,6 @@ counts() {
     fi
     ((status == 0 || failed > 0)) || failed=1
     echo "$passed $failed"
-}
-
-# ---------------------------------------------------------------- lanes
-
-# step NAME COMMAND...: runs COMMAND with its output in NAME's log, under
-# Tests/support/reap.py, which counts the CPU time of every process it
-# starts, the stacks' daemons included, and finds any left running. When it
-# ends, NAME.done holds its exit status, seconds, CPU seconds and what it
-# left running, for the main loop to report. Returns the status, so that a
-# lane can stop at a failed build.
-step() {
-    local name="$1" start=$SECONDS status=1 cpu=0 left=""
-    shift
-    echo "$name" >>"$logs/started"
-    Tests/support/reap.py "$logs/$name.reaped" "$@" >"$logs/$name.log" 2>&1 </dev/null
-    read -r status cpu left <"$logs/$name.reaped"
-    echo "$status $((SECONDS - start)) $cpu $left" >"$logs/$name.done"
-    return "$status"
-}
-
-# A build: not a suite (no checks of its own), reported by its time; a
-# failed one fails the run and stops its lane.
-build() {
-    local name="$1"
-    shift
-    echo "$name" >>"$logs/builds"
-    step "$name" "$@"
-}
-
-# skipped NAME WHY: a suite its lane could not run (its build failed).
-skipped() {
-    echo "$1" >>"$logs/started"
-    printf '%s\n0 passed, 1 failed\n' "$2" >"$logs/$1.log"
-    echo "1 0 0" >"$logs/$1.done"
-}
-
-# The lane of suites that mostly wait: stacks, sleeps, timeouts. Starts once
-# the release programs are installed.
-waiting_lane() {
-    step formats Tests/support/check_formats.py
-    step client Tests/client/run.py
-    step acceptance Tests/acceptance/run.sh
-    wait_for "api packages"     # one pip at a time in .build/venv
-    step api Tests/api/run.sh
-    step reinstall Tests/reinstall/run.py
-    step package Tests/package/run.sh
-    step symbol-order Tests/budget/symbol-order.sh
-    if ((ALL)); then
-        step stress-long Tests/stress/run.sh
-        step flood Tests/stress/flood.sh
-        step testssl bash -c 'packaging/deps.sh serve testssl && Tests/stress/testssl.sh'
-    fi
-}
-
-# The lane of builds and suites that mostly compute. It starts once the
-# release build is done (SwiftPM builds one configuration of a package at a
-# time).
-computing_lane() {
-    wait_for_release || return
-    if build "build (tests)" swift build --build-tests "${TEST_BUILD[@]}"; then
-        step "swift test" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
-    else
-        skipped "swift test" "swift test: its build failed (see \"build (tests)\" above)"
-    fi
-    step stress Tests/stress/short.sh
-    step instructions Tests/budget/instructions.sh
-    step fuzz Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
-    step dependent Tests/dependent/run.sh
-    step api-break Tests/api-break/run.sh
-    ((ALL)) && step fuzz-long Tests/Fuzz/run.sh "${FUZZ_SECONDS:-60}"
-}
-
-# wait_for STEP: returns once STEP has ended.
-wait_for() {
-    while [[ ! -e "$logs/$1.done" ]]; do sleep 1; done
-}
-
-# wait_for_release: returns once the release build has ended; true when it worked.
-wait_for_release() {
-    local status
-    wait_for release
-    read -r status _ <"$logs/release.done"
-    ((status == 0))
 }
 
 # ---------------------------------------------------------------- reporting
@@ -219,26 +245,20 @@ report() {
 # ---------------------------------------------------------------- run
 
 started=$SECONDS
-# The API suite's Python packages (PyPI, on a fresh clone) while the programs build.
-( build "api packages" packaging/deps.sh api ) &
-lanes+=($!)
-( computing_lane ) &
-lanes+=($!)
-if build release make --no-print-directory install; then
-    ( waiting_lane ) &
-    lanes+=($!)
+# The API suite's Python packages (from PyPI on a fresh clone) while the programs build.
+echo api-packages >>"$logs/builds"
+step api-packages packaging/deps.sh api &
+running+=($!)
+echo release >>"$logs/builds"
+if step release make --no-print-directory install; then
+    run_jobs
 else
-    for name in "swift test" formats client acceptance api reinstall package symbol-order stress instructions fuzz dependent api-break; do
-        skipped "$name" "$name: the release build failed (see \"release\" above)"
-    done
-fi
-while jobs -r | grep -q .; do
+    wait
     report
-    sleep 1
-done
-wait
-report
-lanes=()
+    for name in "${JOBS[@]}"; do skipped "$name" "$name: not run, the release build failed (see above)"; done
+    report
+fi
+running=()
 
 echo "== every suite, $((SECONDS - started)) s in all:"
 printf '   %s\n' "${summaries[@]}"

@@ -47,11 +47,13 @@ local CA (no -k anywhere, this suite's own reads included):
 After each, the pushed folder and the pulled folder must equal the server's
 state: every id once, no extra, every body and version right.
 
-    Tests/client/run.py            (Tests/run-all.sh runs it; make test)
+    Tests/client/run.py [--part tool|curl|urlsession|waits|watch]...
+                                   (Tests/run-all.sh runs each part as a suite)
 
 MOCKCLOUD_SYNC_BIN names the tool (default .build/release/mockcloud-sync).
 Prints `N passed, M failed` last.
 """
+import argparse
 import json
 import os
 import shutil
@@ -709,55 +711,86 @@ def the_sync_package(checks, work):
 
 
 class Boxes:
-    """The suite's stacks, each started once and all stopped at the end."""
+    """A part's stacks (their directories named after the part), each
+    started once and all stopped at the end."""
 
-    def __init__(self, work):
-        self.work, self.started = work, []
+    def __init__(self, work, part):
+        self.work, self.part, self.started = work, part, []
 
     def start(self, name, **settings):
-        box = Box(self.work, name, **settings)
+        box = Box(self.work, f"{self.part}-{name}", **settings)
         self.started.append(box)
         return box
 
     def stop(self):
-        for box in self.started:
-            box.stop()
+        while self.started:
+            self.started.pop().stop()
+
+
+def the_tool(checks, work, boxes):
+    """mockcloud-sync against a stack: pushes and pulls through restarts and
+    cuts, the limits, 410s, settings, tokens, trust, its package."""
+    box = boxes.start("main")
+    push_with_a_restart(checks, work, box)
+    push_and_pull_through_cuts(checks, work, box)
+    the_default_limits(checks, work, box)
+    gone_by_compaction(checks, work, boxes.start("compact", **COMPACTING))
+    gone_by_a_restore(checks, work, boxes.start("restore"))
+    settings_conflicts(checks, work, box)
+    settings_per_field(checks, work, box)
+    bearer_tokens(checks, work, boxes)
+    tool_trust(checks, work, box, boxes)
+    the_sync_package(checks, work)
+
+
+def the_library(transport):
+    """MockCloudClient over one transport, against a stack and one that compacts at once."""
+    def part(checks, work, boxes):
+        transport_checks(checks, work, boxes.start("main"), boxes.start("compact", **COMPACTING), transport)
+    return part
+
+
+def waits_meet_faults(checks, work, boxes):
+    """The stack stopped and restarted under waits, a compaction and a 410
+    during them (Tests/client/waiting.py), for the library's follow and the tool's."""
+    waits = boxes.start("waits", MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS="8", MOCKCLOUD_INBOX_TOMBSTONE_HORIZON="0")
+    waiting.faults(waits, checks)
+    waiting.follow_checks(waits, checks, TOOL)
+
+
+def the_watcher(checks, work, boxes):
+    """The mirror's watcher (Tests/client/watch.py), on a stack of its own that it stops and starts."""
+    watch.watch_checks(checks, boxes.start("watch"), TOOL, work, folder_state, differences)
+
+
+# A compaction at every write that doubles the log, every deletion dropped
+# at once: any anchor from before a deletion answers 410.
+COMPACTING = {"MOCKCLOUD_INBOX_TOMBSTONE_HORIZON": 0, "MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS": 1}
+
+# The suite's parts, each on stacks of its own, so that Tests/run-all.sh
+# can run them side by side.
+PARTS = {"tool": the_tool, "curl": the_library("curl"), "urlsession": the_library("urlsession"),
+         "waits": waits_meet_faults, "watch": the_watcher}
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", action="append", choices=sorted(PARTS),
+                        help="run only this part (repeatable; default: every part, one after another)")
+    parts = parser.parse_args().part or list(PARTS)
     checks = Checks()
     if not os.access(TOOL, os.X_OK):
         checks.check(f"the tool is built ({TOOL})", [f"no {TOOL}: run make build"])
         return checks.summary()
     work = tempfile.mkdtemp(prefix="mcsync.")
-    boxes = Boxes(work)
     try:
-        box = boxes.start("main")
-        push_with_a_restart(checks, work, box)
-        push_and_pull_through_cuts(checks, work, box)
-        the_default_limits(checks, work, box)
-        compacting = boxes.start("compact", MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=0, MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=1)
-        gone_by_compaction(checks, work, compacting)
-        gone_by_a_restore(checks, work, boxes.start("restore"))
-        settings_conflicts(checks, work, box)
-        settings_per_field(checks, work, box)
-        bearer_tokens(checks, work, boxes)
-        for transport in TRANSPORTS:
-            transport_checks(checks, work, box, compacting, transport)
-        tool_trust(checks, work, box, boxes)
-        the_sync_package(checks, work)
-        # Waits meet faults: the stack stopped and restarted under them, a
-        # compaction and a 410 during them (Tests/client/waiting.py).
-        waits = boxes.start("waits", MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS="8", MOCKCLOUD_INBOX_TOMBSTONE_HORIZON="0")
-        waiting.faults(waits, checks)
-        waiting.follow_checks(waits, checks, TOOL)
-
-        # The mirror's watcher (Tests/client/watch.py), on a stack of its own
-        # that it stops and starts.
-        watched = boxes.start("watch")
-        watch.watch_checks(checks, watched, TOOL, work, folder_state, differences)
+        for name in parts:
+            boxes = Boxes(work, name)
+            try:
+                PARTS[name](checks, work, boxes)
+            finally:
+                boxes.stop()
     finally:
-        boxes.stop()
         shutil.rmtree(work, ignore_errors=True)
     return checks.summary()
 
