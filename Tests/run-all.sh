@@ -41,10 +41,9 @@ ALL=0
 SLOTS="${MOCKCLOUD_TEST_JOBS:-4}"
 
 logs="$(mktemp -d)"
-running=()
 cleanup() {
     local pid
-    for pid in "${running[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    for pid in $(jobs -p); do kill -TERM "$pid" 2>/dev/null; done
     rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -75,20 +74,20 @@ job() {
     COMMAND[$name]="$(printf '%q ' "$@")"
 }
 
+job acceptance "" Tests/acceptance/run.sh
 BUILD=1 job "build (tests)" "" swift build --build-tests "${TEST_BUILD[@]}"
-for part in urlsession curl tool watch waits; do
+job stress "" Tests/stress/short.sh
+for part in tool urlsession curl watch waits; do
     job "client ($part)" "" Tests/client/run.py --part "$part"
 done
-job acceptance "" Tests/acceptance/run.sh
-job stress "" Tests/stress/short.sh
+job fuzz "" Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 job "swift test" "build (tests)" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
 # One pip at a time in .build/venv; the answers acceptance kept.
 job api "acceptance api-packages" Tests/api/run.sh
-job fuzz "" Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 job dependent "" Tests/dependent/run.sh
+job package "" Tests/package/run.sh
 # SwiftPM again, in the same .build: after the tests' build and run.
 job api-break "swift test" Tests/api-break/run.sh
-job package "" Tests/package/run.sh
 job reinstall "" Tests/reinstall/run.py
 job instructions "" Tests/budget/instructions.sh
 job formats "" Tests/support/check_formats.py
@@ -104,11 +103,11 @@ fi
 
 # step NAME COMMAND...: runs COMMAND with its output in NAME's log, under
 # Tests/support/reap.py; when it ends, NAME.done holds its exit status,
-# seconds, CPU seconds and what it left running.
+# seconds, CPU seconds and what it left running. The caller has added NAME
+# to $logs/started: a step is running from then until its .done exists.
 step() {
     local name="$1" start=$SECONDS status=1 cpu=0 left=""
     shift
-    echo "$name" >>"$logs/started"
     Tests/support/reap.py "$logs/$name.reaped" "$@" >"$logs/$name.log" 2>&1 </dev/null
     read -r status cpu left <"$logs/$name.reaped"
     echo "$status $((SECONDS - start)) $cpu $left" >"$logs/$name.done"
@@ -134,34 +133,54 @@ ready() {
     return 0
 }
 
+# running: how many steps have started and not ended (by their files, not
+# by PIDs, which the system gives out again).
+running() {
+    local name count=0
+    while IFS= read -r name; do [[ -e "$logs/$name.done" ]] || count=$((count + 1)); done <"$logs/started"
+    echo "$count"
+}
+
+# start NAME COMMAND...: NAME's step in the background, counted as running at once.
+start() {
+    echo "$1" >>"$logs/started"
+    step "$@" &
+}
+
 # run_jobs: starts each job when a slot is free and what it needs has
 # ended, reporting each as it ends, until all have ended.
 run_jobs() {
-    local pending=("${JOBS[@]}") left name pid state
-    while ((${#pending[@]} > 0 || ${#running[@]} > 0)); do
-        left=()
-        for pid in "${running[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("$pid"); done
-        running=("${left[@]}")
+    local pending=("${JOBS[@]}") left name state
+    while ((${#pending[@]} > 0)) || (($(running) > 0)); do
         left=()
         for name in "${pending[@]}"; do
             ready "$name"
             state=$?
             if ((state == 2)); then
                 skipped "$name" "$name: not run, a build it needs failed (see above)"
-            elif ((state == 0 && ${#running[@]} < SLOTS)); then
+            elif ((state == 0 && $(running) < SLOTS)); then
                 [[ "${IS_BUILD[$name]}" == 0 ]] || echo "$name" >>"$logs/builds"
-                eval "step $(printf '%q' "$name") ${COMMAND[$name]}" &
-                running+=($!)
+                eval "start $(printf '%q' "$name") ${COMMAND[$name]}"
             else
                 left+=("$name")
             fi
         done
         pending=("${left[@]}")
+        [[ -n "$(jobs -rp)" ]] || ended_unreported
         report
         sleep 1
     done
     wait
     report
+}
+
+# ended_unreported: a step whose process is gone without its .done (killed
+# from outside) counts as failed, so that the run ends.
+ended_unreported() {
+    local name
+    while IFS= read -r name; do
+        [[ -e "$logs/$name.done" ]] || echo "1 0 0" >"$logs/$name.done"
+    done <"$logs/started"
 }
 
 # ---------------------------------------------------------------- counting
@@ -247,9 +266,9 @@ report() {
 started=$SECONDS
 # The API suite's Python packages (from PyPI on a fresh clone) while the programs build.
 echo api-packages >>"$logs/builds"
-step api-packages packaging/deps.sh api &
-running+=($!)
+start api-packages packaging/deps.sh api
 echo release >>"$logs/builds"
+echo release >>"$logs/started"
 if step release make --no-print-directory install; then
     run_jobs
 else
@@ -258,7 +277,6 @@ else
     for name in "${JOBS[@]}"; do skipped "$name" "$name: not run, the release build failed (see above)"; done
     report
 fi
-running=()
 
 echo "== every suite, $((SECONDS - started)) s in all:"
 printf '   %s\n' "${summaries[@]}"
