@@ -168,7 +168,8 @@ start_server() {
     "$@" </dev/null >>"$WORK/servers.log" 2>&1 &
     SERVER_PID=$!
     SERVER_PIDS+=("$SERVER_PID")
-    for ((i = 0; i < 100; i++)); do
+    # A bound against a hang, not a time limit: a busy machine starts slowly.
+    for ((i = 0; i < 600; i++)); do
         python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' "$port" \
             2>/dev/null && return 0
         kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -180,18 +181,28 @@ start_server() {
 
 # serve_in_background OUT [VAR=value ...]: `mockcloud-nginx.sh serve` in the
 # background with those settings, recorded for cleanup; SERVE_PID is its
-# PID. Returns once it printed its URL to OUT (or after 15 s: the caller's
-# check on OUT then says what went wrong).
+# PID. Returns once it served (until_serving).
 serve_in_background() {
-    local out="$1" i
+    local out="$1"
     shift
     env "$@" "$LAUNCHER" serve >"$out" 2>&1 &
     SERVE_PID=$!
     SERVER_PIDS+=("$SERVE_PID")
-    for ((i = 0; i < 150; i++)); do
-        grep -q 'MockCloud serving' "$out" && break
+    until_serving "$out" "$SERVE_PID"
+}
+
+# until_serving OUT PID: returns once OUT says `MockCloud serving`, PID has
+# exited, or two minutes have passed (a bound against a hang: a busy machine
+# makes its CA and starts nginx slowly); the caller's check on OUT then says
+# what went wrong.
+until_serving() {
+    local i
+    for ((i = 0; i < 1200; i++)); do
+        grep -q 'MockCloud serving' "$1" && return 0
+        kill -0 "$2" 2>/dev/null || return 1
         sleep 0.1
     done
+    return 1
 }
 
 stop_server() {

@@ -85,16 +85,14 @@ else
     guide_port="$(free_port)"
     # serve_guide BLOCK OUT: BLOCK run (as_run) in the checkout-like
     # directory in the background, its output in OUT, recorded for cleanup;
-    # GUIDE_PID is its PID. Returns once it served, or after 15 s.
+    # GUIDE_PID is its PID. Returns once it served (until_serving).
     serve_guide() {
-        local i
         grep -q 'make serve$' "$1" || fail "the section's block does not end in make serve: $(cat "$1")"
         : >"$2"
         (cd "$guide" && MOCKCLOUD_PORT="$guide_port" exec bash -e <(as_run "$1")) >"$2" 2>&1 &
         GUIDE_PID=$!
         SERVER_PIDS+=("$GUIDE_PID")
-        for ((i = 0; i < 150; i++)); do grep -q 'MockCloud serving' "$2" && break; sleep 0.1; done
-        grep -q 'MockCloud serving' "$2" || fail "no server: $(cat "$2")"
+        until_serving "$2" "$GUIDE_PID" || fail "no server: $(cat "$2")"
         BASE="https://127.0.0.1:$guide_port" DATA="$guide/data" RUN="$guide/run"
     }
 

@@ -42,9 +42,19 @@ if [[ "$(id -u)" != 0 ]]; then
 else
     fake="$WORK/uid-cgi"
     mkdir -p "$fake"
+    # A stand-in that answers with its uids: at once (the launcher's
+    # readiness probe), or for the key uid-held once the test has seen it
+    # running (it touches uid-release), or after a minute.
     for program in user-settings inbox; do
-        printf '#!/bin/sh\nsleep 1\nprintf "Status: 200 OK\\r\\nContent-Type: application/json\\r\\n\\r\\n{\\"uid\\": %%s, \\"euid\\": %%s}" "$(id -ru)" "$(id -u)"\n' \
-            >"$fake/$program"
+        cat >"$fake/$program" <<SCRIPT
+#!/bin/sh
+i=0
+while [ "\$HTTP_X_USER_KEY" = uid-held ] && [ ! -e "$WORK/uid-release" ] && [ \$i -lt 1200 ]; do
+    sleep 0.05
+    i=\$((i + 1))
+done
+printf 'Status: 200 OK\r\nContent-Type: application/json\r\n\r\n{"uid": %s, "euid": %s}' "\$(id -ru)" "\$(id -u)"
+SCRIPT
         chmod 0755 "$fake/$program"
     done
     chmod 0755 "$fake"
@@ -56,18 +66,19 @@ else
 
     it "serve as root: a served program runs as mockcloud, not root"
     grep -q 'MockCloud serving' "$WORK/userv.out" || fail "serve did not start: $(cat "$WORK/userv.out")"
-    curl -s --noproxy '*' --cacert "$urun/tls/ca.crt" -H 'X-User-Key: u1' -o "$WORK/uid.json" \
+    curl -s --noproxy '*' --cacert "$urun/tls/ca.crt" -H 'X-User-Key: uid-held' -o "$WORK/uid.json" \
         "https://127.0.0.1:$uport/user/settings" &
     curl_pid=$!
-    # ps in the middle of the request (the program sleeps 1 s): nginx's
-    # workers, fcgiwrap, the program, once it runs; looked for until the
-    # request ends, however slowly a busy machine starts it.
+    # ps in the middle of the request (the program waits for uid-release):
+    # nginx's workers, fcgiwrap, the program, once it runs, however slowly a
+    # busy machine starts it.
     procs=""
     while kill -0 "$curl_pid" 2>/dev/null; do
         procs="$(serving_processes "$urun")"
-        [[ "$procs" != *sleep* && "$procs" != *user-settings* ]] || break
+        [[ "$procs" != *user-settings* ]] || break
         sleep 0.05
     done
+    touch "$WORK/uid-release"
     wait "$curl_pid"
     mockcloud_uid="$(id -u mockcloud 2>/dev/null)"
     [[ -n "$mockcloud_uid" && "$mockcloud_uid" != 0 ]] || fail "no mockcloud user (uid '$mockcloud_uid')"
@@ -75,7 +86,7 @@ else
         "$WORK/uid.json" "$mockcloud_uid" 2>/dev/null || fail "the program answered $(cat "$WORK/uid.json"), expected uid $mockcloud_uid"
 
     it "serve as root: ps during a request shows no nginx worker, fcgiwrap or program as root"
-    [[ "$procs" == *sleep* || "$procs" == *user-settings* ]] || fail "the program was not seen running: $procs"
+    [[ "$procs" == *user-settings* ]] || fail "the program was not seen running: $procs"
     [[ "$procs" == *"nginx: worker"* ]] || fail "no nginx worker seen: $procs"
     [[ "$procs" == *fcgiwrap* ]] || fail "no fcgiwrap seen: $procs"
     not_root "$procs"
@@ -93,7 +104,10 @@ else
     it "start as root (every suite's stack): /proc mid-request shows the real program, fcgiwrap and nginx's workers as mockcloud"
     use_stack main "$MAIN_PORT"
     expect 200 PUT /user/settings -H 'X-User-Key: uid-held' -d '{"n": 0}'
-    flock -x "$DATA/.locks/user_settings.uid-held.lock" sleep 3 &
+    # The key's lock held until the test has seen the PUT's program waiting
+    # for it (held-release), or for a minute.
+    flock -x "$DATA/.locks/user_settings.uid-held.lock" \
+        sh -c 'i=0; while [ ! -e "$1" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done' _ "$WORK/held-release" &
     holder=$!
     sleep 0.2
     curl -s --noproxy '*' -k -X PUT -H 'X-User-Key: uid-held' -d '{"n": 1}' -o "$WORK/held-put.json" -w '%{http_code}' \
@@ -105,6 +119,7 @@ else
         [[ "$procs" != *"/user-settings"* ]] || break
         sleep 0.05
     done
+    touch "$WORK/held-release"
     wait "$holder"
     wait "$put_pid"
     [[ "$procs" == *"/user-settings"* ]] || fail "the program was not seen running: $procs"
