@@ -140,11 +140,11 @@ extension WaitError: HTTPResponseError {
         switch self {
         case .tooManyWaiting(let limit):
             return "too many requests are waiting for changes (\(limit) at once on this server); "
-                + "retry after \(Waiting.retryAfterSeconds) seconds"
+                + "retry after \(Capacity.retryAfterSeconds) seconds"
         }
     }
 
-    package var extraHeaders: [(String, String)] { [(HTTPHeader.retryAfter.name, String(Waiting.retryAfterSeconds))] }
+    package var extraHeaders: [(String, String)] { [(HTTPHeader.retryAfter.name, String(Capacity.retryAfterSeconds))] }
     package var logDetail: String? { description }
 }
 

@@ -1,3 +1,4 @@
+import MockCloudConfig
 import MockCloudStore
 import MockCloudSystem
 
@@ -21,9 +22,10 @@ package struct WaitHost: Sendable {
     /// In a test or a tool: no alarm to move, no reader to watch.
     package static let none = WaitHost(allow: { _ in }, output: nil)
 
-    /// The limit of a wait of `seconds`, starting now.
+    /// The limit of a wait of `seconds`, starting now, in one of the box's
+    /// places for waiting requests.
     func limit(seconds: Int) -> WaitLimit {
         allow(seconds)
-        return WaitLimit(seconds: seconds, output: output)
+        return WaitLimit(seconds: seconds, output: output, places: Capacity.waitingAtOnce)
     }
 }

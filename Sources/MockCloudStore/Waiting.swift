@@ -8,33 +8,37 @@ package struct WaitLimit: Sendable {
     /// Where the answer goes (a CGI program's stdout): once its reader is
     /// gone (fcgiwrap stopped), nobody will read the answer and the wait ends.
     package let output: FileDescriptor?
+    /// How many requests may wait at once on the whole box (each holds one
+    /// of these places while it sleeps): the deployment's to say.
+    package let places: Int
 
-    package init(seconds: Int, output: FileDescriptor?) {
+    package init(seconds: Int, output: FileDescriptor?, places: Int) {
         deadline = Sys.monotonicNanos() + Int64(seconds) * 1_000_000_000
         self.output = output
+        self.places = places
     }
 
     /// Runs `isDone` again after each change on the way to `file` (a path
     /// under `root`) until it returns true or the wait ends. The watch is
     /// armed before each look, so that a change committed between a look
     /// and the sleep still wakes it; no lock is held while it sleeps (each
-    /// look takes what it needs). Takes one of the box's `Waiting.atOnce`
-    /// places for as long as it sleeps.
+    /// look takes what it needs). Takes one of the box's `places` for as
+    /// long as it sleeps.
     package func waitForChange(of file: String, under root: String, _ isDone: () throws -> Bool) throws {
         var watch: ChangeWatch
         do {
             watch = try ChangeWatch()
         } catch let error as SystemError {
-            throw Waiting.failure(error)
+            throw Waiting.failure(error, places: places)
         }
         defer { watch.close() }
-        let place = try Waiting.takePlace(root: root)
+        let place = try Waiting.takePlace(root: root, places: places)
         defer { Sys.close(place) }
         while true {
             do {
                 try watch.follow(file, under: root)
             } catch let error as SystemError {
-                throw Waiting.failure(error)
+                throw Waiting.failure(error, places: places)
             }
             if try isDone() { return }
             let wake: ChangeWatch.Wake
@@ -48,39 +52,29 @@ package struct WaitLimit: Sendable {
     }
 }
 
-/// The box's capacity for waiting requests, and how it is shared.
+/// The places of the box's waiting requests, and how they are shared.
 ///
 /// Each waiting request holds an fcgiwrap process (and its own program) for
-/// up to `WireLimits.waitSeconds` seconds. fcgiwrap runs `fcgiwrapProcesses`
-/// (the launcher and the package's unit both start it with `-c` that many),
-/// and at most `atOnce` requests wait at once, so that the rest, one
-/// address's cap of 16 requests in progress, always serve requests that do
-/// not wait. A wait past `atOnce` is refused at once (503 with
-/// `Retry-After`), never queued behind the others.
+/// up to `WireLimits.waitSeconds` seconds, so at most as many wait at once
+/// as the deployment has places for (`WaitLimit.places`). A wait past them
+/// is refused at once (`WaitError.tooManyWaiting`), never queued behind the
+/// others.
 package enum Waiting {
-    /// Requests that may wait at once, on the whole box.
-    package static let atOnce = 48
-    /// fcgiwrap's processes (`-c`): `atOnce` and 16 more.
-    package static let fcgiwrapProcesses = 64
-    /// What a wait refused for want of a place tells the client to wait.
-    package static let retryAfterSeconds = 5
-
     /// Takes a free place (`<root>/.locks/waiting.<n>.lock`, held with
     /// `flock` until closed or the process ends, a kill included); throws
-    /// `WaitError.tooManyWaiting` when all `atOnce` are held. A data
+    /// `WaitError.tooManyWaiting` when all `places` are held. A data
     /// directory this process cannot write counts no places (`.closed`).
-    static func takePlace(root: String) throws -> FileDescriptor {
-        let directory = Sys.path(root, "/.locks")
+    static func takePlace(root: String, places atOnce: Int) throws -> FileDescriptor {
+        let data = DataDirectory(root)
         do {
-            try Sys.checkDirectory(directory)
-            try Sys.makeDirectories(directory)
+            try data.makeLocks()
         } catch let error as SystemError {
             if error.isNotWritable { return .closed }
             throw StorageError(error, .reading)
         }
         let first = Int(Sys.processID) % atOnce
         for step in 0..<atOnce {
-            let path = Sys.path(directory, "/waiting.", String((first + step) % atOnce), ".lock")
+            let path = data.waitingPlace((first + step) % atOnce)
             let fd: FileDescriptor
             do {
                 fd = try Sys.open(path, .readWrite | .create | .noFollow, mode: 0o600)
@@ -101,7 +95,7 @@ package enum Waiting {
 
     /// A failure to set up the watch: out of inotify instances or watches
     /// (another kind of "too many waiting"), or the reading failure it is.
-    static func failure(_ error: SystemError) -> any Error {
+    static func failure(_ error: SystemError, places atOnce: Int) -> any Error {
         switch error.errno {
         case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noSpace, .outOfMemory:
             return WaitError.tooManyWaiting(limit: atOnce)

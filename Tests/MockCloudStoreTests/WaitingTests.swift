@@ -31,8 +31,11 @@ import Testing
         _ = try store.put(MessageID(id)!, version: version, source: source.map { DeviceID($0)! }, body: .object(JSONObject()))
     }
 
+    /// The box's places for waiting requests, as a deployment might give them.
+    static let places = 6
+
     /// `seconds` from now, nobody watching the answer.
-    func limit(_ seconds: Int) -> WaitLimit { WaitLimit(seconds: seconds, output: nil) }
+    func limit(_ seconds: Int) -> WaitLimit { WaitLimit(seconds: seconds, output: nil, places: Self.places) }
 
     /// Runs `change` on another thread after `delay` seconds.
     func later(_ delay: Double, _ change: @escaping @Sendable () throws -> Void) {
@@ -50,7 +53,7 @@ import Testing
         let inbox = store()
         try Self.put(inbox, "a")
         let (page, seconds) = try timed { try inbox.changes(after: nil, limit: 10, excludingSource: nil, waiting: limit(30)) }
-        #expect(page.messages.map(\.id.rawValue) == ["a"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["a"])
         #expect(seconds < 5)
     }
 
@@ -60,7 +63,7 @@ import Testing
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
         later(0.2) { try Self.put(inbox, "b") }
         let (page, seconds) = try timed { try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(30)) }
-        #expect(page.messages.map(\.id.rawValue) == ["b"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["b"])
         #expect(page.hasMore == false)
         #expect(seconds < 10)
     }
@@ -78,7 +81,7 @@ import Testing
         let inbox = store()
         later(0.2) { try Self.put(inbox, "first") }
         let page = try inbox.changes(after: nil, limit: 10, excludingSource: nil, waiting: limit(30))
-        #expect(page.messages.map(\.id.rawValue) == ["first"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["first"])
     }
 
     @Test func whenTheWaitRunsOutTheEmptyPageKeepsTheAnchor() throws {
@@ -86,7 +89,7 @@ import Testing
         try Self.put(inbox, "a")
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
         let (page, seconds) = try timed { try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(1)) }
-        #expect(page == FeedPage(messages: [], deleted: [], anchor: anchor, hasMore: false))
+        #expect(page.page == FeedPage(messages: [], deleted: [], anchor: anchor, hasMore: false))
         #expect(seconds >= 1 && seconds < 5)
     }
 
@@ -100,7 +103,7 @@ import Testing
         let (page, seconds) = try timed {
             try inbox.changes(after: anchor, limit: 10, excludingSource: DeviceID("phone"), waiting: limit(30))
         }
-        #expect(page.messages.map(\.id.rawValue) == ["theirs"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["theirs"])
         #expect(page.anchor.seq == 4)
         #expect(seconds >= 0.9)
     }
@@ -130,7 +133,7 @@ import Testing
         let (page, seconds) = try timed {
             try inbox.changes(after: anchor, limit: 10, excludingSource: DeviceID("phone"), waiting: limit(30))
         }
-        #expect(page.messages.map(\.id.rawValue) == ["after"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["after"])
         #expect(page.anchor.seq == 5)
         #expect(seconds >= 0.7)
         let log = try #require(try ChangeLog.openForReading(inbox.logPath))
@@ -142,7 +145,7 @@ import Testing
         let inbox = store(compactAt: 4)
         for i in 0..<5 { try Self.put(inbox, "m\(i)", version: Int64(i)) }
         // What a woken waiter does the moment the writer lets the lock go.
-        let lock = KeyLock.path(root: data.path, route: .inbox, key: key)
+        let lock = KeyLock.path(root: data.path, store: .inbox, key: key)
         let held = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             let fd = open(lock, O_RDONLY)
@@ -184,7 +187,7 @@ import Testing
         let inbox = store()
         try Self.put(inbox, "a")
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
-        let lock = KeyLock.path(root: data.path, route: .inbox, key: key)
+        let lock = KeyLock.path(root: data.path, store: .inbox, key: key)
         let free = DispatchSemaphore(value: 0)
         later(0.3) {
             let fd = open(lock, O_RDWR)
@@ -214,7 +217,7 @@ import Testing
         try data.write("", to: ".locks/keep")
         var held: [Int32] = []
         defer { for fd in held { close(fd) } }
-        for n in 0..<Waiting.atOnce {
+        for n in 0..<Self.places {
             let fd = open(data.file(".locks/waiting.\(n).lock"), O_RDWR | O_CREAT, 0o600)
             #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
             held.append(fd)
@@ -222,7 +225,7 @@ import Testing
         let inbox = store()
         try Self.put(inbox, "a")
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
-        #expect(throws: WaitError.tooManyWaiting(limit: Waiting.atOnce)) {
+        #expect(throws: WaitError.tooManyWaiting(limit: Self.places)) {
             _ = try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(30))
         }
         // Changes already there still answer: only a read that would sleep needs a place.

@@ -343,7 +343,7 @@ def check_data_dir(data, allow_torn=False, allow_temporary=False):
                 continue
             if parts == [".locks"]:
                 lock = re.match(r"^(user_settings|inbox)\.(.+)\.lock$", name)
-                # A waiting request's place (Sources/MockCloudStore/Waiting.swift).
+                # A waiting request's place (Sources/MockCloudStore/DataDirectory.swift).
                 if re.match(r"^waiting\.(0|[1-9][0-9]?)\.lock$", name):
                     continue
                 if not (lock and KEY.match(lock.group(2))):
