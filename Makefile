@@ -53,6 +53,12 @@ install: build
 unit:
 	$(SWIFT) test $(IMPORT_CHECK)
 
+## MockCloudClient's public API against the last release's (part of make
+## test; Tests/api-break/run.sh says how an intended break is recorded).
+.PHONY: api-break
+api-break: deps
+	@Tests/api-break/run.sh
+
 ## The speed work's guards (part of `make test`): callgrind instruction
 ## budgets of four requests, and Benchmarks/symbol-order.txt not stale.
 .PHONY: budget

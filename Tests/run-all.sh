@@ -89,6 +89,8 @@ run_suite api Tests/api/run.sh
 run_suite client Tests/client/run.py
 # An app's package adds MockCloudClient by version (a tagged copy of this tree).
 run_suite dependent Tests/dependent/run.sh
+# MockCloudClient's public API against the last release's.
+run_suite api-break Tests/api-break/run.sh
 run_suite instructions Tests/budget/instructions.sh
 run_suite symbol-order Tests/budget/symbol-order.sh
 run_suite stress Tests/stress/short.sh

@@ -73,17 +73,25 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         }
 
         /// The next page, asked for as soon as this one's anchor was known:
-        /// its round trip overlaps the caller's work on this page.
-        var prefetch: Task<FeedPage?, any Error>?
+        /// its round trip overlaps the caller's work on this page. It lives
+        /// no longer than its consumer: dropping the iterator cancels it,
+        /// and so does cancelling the consumer's task (at its next `next()`,
+        /// or while it waits in one).
+        var prefetch: Prefetch?
 
         public mutating func next() async throws -> ChangePage? {
             guard !finished else { return nil }
             var answer: FeedPage?
+            if Task.isCancelled {
+                prefetch?.cancel()
+                prefetch = nil
+                throw CancellationError()
+            }
             if caughtUp {
                 answer = try await waitForChanges()
             } else if let prefetch {
-                answer = try await prefetch.value
                 self.prefetch = nil
+                answer = try await prefetch.value()
             } else {
                 answer = try await client.feedPage(after: anchor, limit: pageSize, excludeOwn: excludeOwn && !fullRead)
             }
@@ -126,7 +134,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 }
             } else {
                 let (client, next, limit, exclude) = (client, answer.anchor, pageSize, excludeOwn && !fullRead)
-                prefetch = Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) }
+                prefetch = Prefetch(Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) })
             }
             return page
         }
@@ -152,6 +160,25 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 return page
             }
         }
+    }
+}
+
+/// The request for a feed's next page, made while its consumer works on
+/// the current one, and bound to that consumer: released (the iterator
+/// dropped) or cancelled, it cancels the request in flight, which the
+/// transports stop at once.
+final class Prefetch: Sendable {
+    private let task: Task<FeedPage?, any Error>
+
+    init(_ task: Task<FeedPage?, any Error>) { self.task = task }
+
+    deinit { task.cancel() }
+
+    func cancel() { task.cancel() }
+
+    /// The page; cancelling the waiting task cancels the request.
+    func value() async throws -> FeedPage? {
+        try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
     }
 }
 

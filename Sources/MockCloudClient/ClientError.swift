@@ -1,5 +1,15 @@
 import Foundation
 
+/// A kind of outcome of `Owner`'s (`ClientError.Code`,
+/// `TransportError.Code`, `SettingsReconciliation.Kind`): compared with
+/// `==` and matched in a `switch` with a `default`, so that a release can
+/// add kinds without breaking an app, as enum cases would.
+public struct ExtensibleKind<Owner>: Sendable, Hashable, CustomStringConvertible {
+    private let name: String
+    init(_ name: String) { self.name = name }
+    public var description: String { name }
+}
+
 /// Why a client call failed, in words a user can act on.
 ///
 /// A struct, not an enum, so that later releases can add kinds of failure
@@ -9,27 +19,7 @@ import Foundation
 /// `ClientError`: a cancelled call throws `CancellationError`.
 public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// The kind of failure. New kinds may be added in a minor release.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The caller passed something the server would refuse (an id, a body).
-        public static let invalidArgument = Code("invalidArgument")
-        /// The server's certificate did not verify against the box's CA, or
-        /// the CA file did not have the expected fingerprint. Never retried.
-        public static let untrusted = Code("untrusted")
-        /// No usable answer after every retry: the server is down,
-        /// restarting or unreachable. What was already acknowledged stays
-        /// acknowledged; sending again is safe.
-        public static let unavailable = Code("unavailable")
-        /// The server refused the request as a whole (`status` and its `error`).
-        public static let refused = Code("refused")
-        /// An answer the client does not understand.
-        public static let badAnswer = Code("badAnswer")
-        /// A local file (CA, anchor, state) could not be read or written.
-        public static let local = Code("local")
-    }
+    public typealias Code = ExtensibleKind<ClientError>
 
     public let code: Code
     /// What happened, without the kind's prefix: for `refused`, the server's
@@ -66,9 +56,25 @@ public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible, L
     public var errorDescription: String? { description }
 }
 
-extension ClientError.Code {
+extension ExtensibleKind where Owner == ClientError {
+    /// The caller passed something the server would refuse (an id, a body).
+    public static var invalidArgument: Self { Self("invalidArgument") }
+    /// The server's certificate did not verify against the box's CA, or the
+    /// CA file did not have the expected fingerprint. Never retried.
+    public static var untrusted: Self { Self("untrusted") }
+    /// No usable answer after every retry: the server is down, restarting
+    /// or unreachable. What was already acknowledged stays acknowledged;
+    /// sending again is safe.
+    public static var unavailable: Self { Self("unavailable") }
+    /// The server refused the request as a whole (`status` and its `error`).
+    public static var refused: Self { Self("refused") }
+    /// An answer the client does not understand.
+    public static var badAnswer: Self { Self("badAnswer") }
+    /// A local file (CA, anchor, state) could not be read or written.
+    public static var local: Self { Self("local") }
+
     /// `catch ClientError.Code.unavailable { … }`: matches a `ClientError` of this kind.
-    public static func ~= (code: ClientError.Code, error: any Error) -> Bool {
+    public static func ~= (code: Self, error: any Error) -> Bool {
         (error as? ClientError)?.code == code
     }
 }

@@ -52,22 +52,7 @@ public struct TransportResponse: Sendable {
 /// `CancellationError`.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// The kind of failure. New kinds may be added in a minor release.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The server's certificate did not verify against the trusted CA
-        /// (or did not name the host): never retried, never bypassed.
-        public static let untrusted = Code("untrusted")
-        /// No connection, or it broke before the whole answer arrived: the
-        /// request may or may not have reached the server.
-        public static let connection = Code("connection")
-        /// The transport could not be set up (a CA file it cannot read, a
-        /// trust store that holds more than the box's CA, a URL that is not
-        /// https).
-        public static let setup = Code("setup")
-    }
+    public typealias Code = ExtensibleKind<TransportError>
 
     public let code: Code
     /// What the TLS or HTTP library said.
@@ -92,6 +77,18 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The same sentence as `description`, for alerts.
     public var errorDescription: String? { description }
+}
+
+extension ExtensibleKind where Owner == TransportError {
+    /// The server's certificate did not verify against the trusted CA (or
+    /// did not name the host): never retried, never bypassed.
+    public static var untrusted: Self { Self("untrusted") }
+    /// No connection, or it broke before the whole answer arrived: the
+    /// request may or may not have reached the server.
+    public static var connection: Self { Self("connection") }
+    /// The transport could not be set up (a CA file it cannot read, a trust
+    /// store that holds more than the box's CA, a URL that is not https).
+    public static var setup: Self { Self("setup") }
 }
 
 /// Sends requests to one server over TLS that trusts the box's CA. The

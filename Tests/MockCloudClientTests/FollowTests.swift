@@ -137,10 +137,14 @@ actor HoldingServer: HTTPTransport {
     let first: String
     private var answered = false
     private(set) var waitsCancelled = 0
+    private var requests = 0
+
+    func requestCount() -> Int { requests }
 
     init(first: String) { self.first = first }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
+        requests += 1
         if !answered {
             answered = true
             return TransportResponse(status: 200, headers: [], body: Array(first.utf8))

@@ -21,7 +21,7 @@ import Testing
     @Test func anUnreachableBoxKeepsTheLocalCopy() async throws {
         let server = FakeServer { _, _ in .failure(.connection("Connection refused")) }
         let result = try await client(server, attempts: 2).reconcileSettings(local: body(Self.older))
-        guard case .unreachable(.unavailable) = result else { Issue.record("\(result)"); return }
+        guard result.kind == .unreachable, result.error?.code == .unavailable else { Issue.record("\(result)"); return }
         #expect(await server.requests.allSatisfy { $0.method == "GET" })
     }
 

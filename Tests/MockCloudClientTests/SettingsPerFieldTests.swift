@@ -143,7 +143,7 @@ import Testing
         }
         let result = try await client(server, attempts: 2)
             .reconcileSettings(local: body(#"{"heightCm": 180}"#), editedFields: ["heightCm": Date()])
-        guard case .unreachable(.unavailable) = result else { Issue.record("\(result)"); return }
+        guard result.kind == .unreachable, result.error?.code == .unavailable else { Issue.record("\(result)"); return }
     }
 
     // MARK: - mockcloud-sync settings merge

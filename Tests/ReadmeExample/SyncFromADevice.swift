@@ -48,11 +48,10 @@ func syncWithTheBox(
     //    the box keeps member times: an edit made on another phone meanwhile
     //    (of another member) is kept, and so is this phone's.
     let reconciled = try await client.reconcileSettings(local: settings, editedFields: editedSettings)
-    switch reconciled {
-    case .boxIsNewer(let stored): _ = stored.document  // apply the box's document locally
-    case .mergedPerField(let stored, _): _ = stored.document  // apply it: both phones' edits are in it
+    switch reconciled.kind {
+    case .boxIsNewer, .mergedPerField: _ = reconciled.documentToApply  // apply it locally: both phones' edits are in it
     case .unreachable: break  // keep the local copy and the edits; try again later
-    case .createdOnBox, .pushedLocal, .inSync: break  // the box holds what the phone holds
+    default: break  // createdOnBox, pushedLocal, inSync: the box holds what the phone holds
     }
 
     // 2. HealthKit samples up, by sync identifier and version: a retry converges.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # An app adds MockCloudClient by version (part of make test; a minute): this
-# tree, as it is now, becomes a git repository tagged 1.0.0 in a temporary
-# folder; a new package depends on it with `.package(url: "file://…", from:
-# "1.0.0")` and builds and runs a program that uses the MockCloudClient
+# tree, as it is now, becomes a git repository tagged with the VERSION
+# file's version in a temporary folder; a new package depends on it with
+# `.package(url: "file://…", from: VERSION)` and builds and runs a program that uses the MockCloudClient
 # product. SwiftPM refuses a versioned dependency whose product closure has
 # unsafe flags, so this fails the moment one creeps in. Prints `N passed, M
 # failed` last.
@@ -12,12 +12,13 @@ source "$REPO/Tests/support/cases.sh"
 work_dir mcdep
 [[ ! -d /opt/swift/usr/bin ]] || PATH="/opt/swift/usr/bin:$PATH"
 
-it "this tree, tagged 1.0.0, is a package another one can depend on by version"
+VERSION="$(tr -d '[:space:]' <"$REPO/VERSION")"
+it "this tree, tagged $VERSION, is a package another one can depend on by version"
 mkdir -p "$WORK/mockcloud"
 (cd "$REPO" && git ls-files -z --cached --others --exclude-standard) |
     (cd "$REPO" && xargs -0 cp --parents -t "$WORK/mockcloud" 2>/dev/null) || true
 (cd "$WORK/mockcloud" && git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm tree &&
-    git tag 1.0.0) >"$WORK/git.out" 2>&1 || fail "git: $(cat "$WORK/git.out")"
+    git tag "$VERSION") >"$WORK/git.out" 2>&1 || fail "git: $(cat "$WORK/git.out")"
 
 mkdir -p "$WORK/app/Sources/app"
 cat >"$WORK/app/Package.swift" <<SWIFT
@@ -26,11 +27,12 @@ import PackageDescription
 let package = Package(
     name: "app",
     platforms: [.iOS(.v16), .macOS(.v13)],
-    dependencies: [.package(url: "file://$WORK/mockcloud", from: "1.0.0")],
+    dependencies: [.package(url: "file://$WORK/mockcloud", from: "$VERSION")],
     targets: [.executableTarget(name: "app", dependencies: [.product(name: "MockCloudClient", package: "mockcloud")])]
 )
 SWIFT
 cat >"$WORK/app/Sources/app/main.swift" <<'SWIFT'
+import Foundation
 import MockCloudClient
 
 // What an app does first, with no box to talk to: the wire types it
@@ -41,18 +43,18 @@ precondition(Anchor("9f2c4e1a7b3d5c60.0.21") != nil && Anchor("9F2C.0.1") == nil
 let pem = "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n"
 let trust = try TrustAnchor(pem: Array(pem.utf8))
 #if canImport(Darwin)
-let transport = try URLSessionTransport(baseURL: "https://127.0.0.1:9", trust: trust)
+let transport = try URLSessionTransport(baseURL: URL(string: "https://127.0.0.1:9")!, trust: trust)
 #else
-let transport = try CurlTransport(baseURL: "https://127.0.0.1:9", trust: trust)
+let transport = try CurlTransport(baseURL: URL(string: "https://127.0.0.1:9")!, trust: trust)
 #endif
-let client = MockCloudClient(
-    configuration: ClientConfiguration(userKey: UserKey("u1")!, retry: RetryPolicy(maxAttempts: 1, initialDelay: 0, maxDelay: 0, maxRetryAfter: 0)),
+let client = BoxClient(
+    configuration: ClientConfiguration(userKey: UserKey("u1")!, retry: RetryPolicy(maxAttempts: 1, initialDelay: .zero, maxDelay: .zero, maxRetryAfter: .zero)),
     transport: transport)
 do {
     _ = try await client.upload([item])
     print("unexpected: an upload to a closed port succeeded")
-} catch ClientError.unavailable(let reason) {
-    print("ok \(item.id) \(body) \(reason)")
+} catch let error as ClientError where error.code == .unavailable {
+    print("ok \(item.id) \(body) \(error.detail)")
 }
 SWIFT
 if ! (cd "$WORK/app" && swift build >"$WORK/build.out" 2>&1); then
