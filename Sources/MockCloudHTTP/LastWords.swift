@@ -21,16 +21,14 @@ enum LastWords {
         Self.timeOut = timeOut
         Self.crash = crash
         Self.crashLog = crashLog
-        Sys.handle(Sys.alarmSignal) { _ in
+        Sys.onAlarm { _ in
             LastWords.say(WriteProgress.mayHaveChanged ? LastWords.timeOut.maybe : LastWords.timeOut.unchanged)
             Sys.exitFromHandler(1)
         }
-        for fault in Sys.faultSignals {
-            Sys.handle(fault) { number in
-                LastWords.say(WriteProgress.mayHaveChanged ? LastWords.crash.maybe : LastWords.crash.unchanged)
-                Sys.writeFromHandler(2, LastWords.crashLog)
-                Sys.exitFromHandler(128 + number)
-            }
+        Sys.onFault { number in
+            LastWords.say(WriteProgress.mayHaveChanged ? LastWords.crash.maybe : LastWords.crash.unchanged)
+            Sys.writeFromHandler(2, LastWords.crashLog)
+            Sys.exitFromHandler(128 + number)
         }
     }
 

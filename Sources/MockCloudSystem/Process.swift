@@ -121,16 +121,17 @@ extension Sys {
     /// A signal handler: a C function of the signal's number.
     package typealias SignalHandler = @convention(c) (Int32) -> Void
 
-    /// The signal `setAlarm` asks for.
-    package static var alarmSignal: Int32 { SIGALRM }
+    /// Runs `handler` when the alarm `setAlarm` asks for goes off, from now on.
+    package static func onAlarm(_ handler: SignalHandler) {
+        _ = signal(SIGALRM, handler)
+    }
 
-    /// The signals of a fault the process cannot go on from: a trap (a
-    /// Swift runtime check), a bad access, an abort.
-    package static var faultSignals: [Int32] { [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] }
-
-    /// Runs `handler` when `signal` arrives, from now on.
-    package static func handle(_ signal: Int32, with handler: SignalHandler) {
-        _ = Glibc.signal(signal, handler)
+    /// Runs `handler` on a fault the process cannot go on from (a trap of a
+    /// Swift runtime check, a bad access, an abort), from now on. The
+    /// signals are a literal here, not an array handed over: a process that
+    /// has made no array of their type would pay the runtime to describe one.
+    package static func onFault(_ handler: SignalHandler) {
+        for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] { _ = signal(fault, handler) }
     }
 
     /// Writes `text` to `fd` in one `write(2)`, whatever comes of it: what
