@@ -161,6 +161,23 @@ bench-wait: install
 	@packaging/deps.sh serve
 	@python3 Benchmarks/wait_bench.py $(BENCH_WAIT_ARGS)
 
+## The places one device (the library following its feed and settings)
+## holds through restarts and silent breaks: MOCKCLOUD_WAITS_PER_ADDRESS's
+## default rests on it (Benchmarks/wait_share.py, about 2 minutes).
+.PHONY: bench-wait-share
+bench-wait-share: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/wait_share.py $(BENCH_WAIT_SHARE_ARGS)
+
+## The mirror's freshness (Benchmarks/watch_bench.py, about a minute): a scan
+## renamed into the folder `mockcloud-sync push DIR --watch` watches, until a
+## phone's waiting GET /inbox?wait= has it (median and worst of 60), and a
+## burst of 1,000 (how long, how many bulk requests); Benchmarks/results/watch.md.
+.PHONY: bench-watch
+bench-watch: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/watch_bench.py $(BENCH_WATCH_ARGS)
+
 ## MockCloudClient over the same link (Benchmarks/lan/bench_client.py): a
 ## push of 10,000 samples and a pull of the 10,000-message feed through
 ## the library and mockcloud-sync, plain curl beside them, with the data on
@@ -171,6 +188,17 @@ bench-client: install
 	@packaging/deps.sh serve
 	@python3 Benchmarks/lan/bench_client.py
 	@python3 Benchmarks/lan/bench_client.py --tmpfs
+
+## SyncEngine as the app feels it (Benchmarks/engine_bench.py, a few
+## minutes): freshness from a scan pushed (or another engine's enqueue)
+## until it is applied in a following engine's store, 5,000 queued samples
+## and 3 settings edits drained when the phone comes home, an idle engine's
+## CPU; Benchmarks/results/engine.md. BENCH_ENGINE_ARGS=--lan adds
+## Benchmarks/lan's 10 ms link (root).
+.PHONY: bench-engine
+bench-engine: install
+	@packaging/deps.sh serve $(if $(findstring --lan,$(BENCH_ENGINE_ARGS)),lan)
+	@python3 Benchmarks/engine_bench.py $(BENCH_ENGINE_ARGS)
 
 ## A compaction as the key's other clients feel it (Benchmarks/compaction_bench.py):
 ## an inbox of 99,000 messages, the page cache dropped, the write that makes

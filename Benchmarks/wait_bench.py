@@ -9,9 +9,9 @@ nginx + TLS on loopback, on a stack of the harness's own.
    message; the time from the writer's 2xx to the waiter's whole answer,
    over `--rounds` rounds (a negative figure: the waiter had its answer
    first). Targets: median <= 15 ms, worst <= 50 ms.
-2. Starvation: 36 waiters from 127.0.0.2, .3, .4 (12 each, under the cap of
-   16 per address; half on a feed, half on settings, each on a key of its
-   own, re-arming when their 60 s run out) while a fourth address
+2. Starvation: 36 waiters from 127.0.0.20-28 (4 each, each address's
+   share of the waits; half on a feed, half on settings, each on a key of
+   its own, re-arming when their 60 s run out) while another address
    (127.0.0.5) sends `--probes` sequential `GET /user/settings` on one
    keep-alive connection; its median against the same with none waiting.
    Target: within 1.5x.
@@ -106,7 +106,8 @@ def freshness(base, rounds):
 # ---------------------------------------------------------------- waiters
 
 class Waiters:
-    """`count` waiting clients from 127.0.0.2-4, each on a key of its own (or
+    """`count` waiting clients from 127.0.0.20-28 (4 each at most: one
+    address's share of the waits), each on a key of its own (or
     all on `shared`'s inbox), each on one keep-alive connection, waiting
     again as soon as an answer comes."""
 
@@ -119,7 +120,7 @@ class Waiters:
         self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True) for i in range(first, first + count)]
 
     def run(self, i):
-        source = "127.0.0.%d" % (2 + i % 3)
+        source = "127.0.0.%d" % (20 + i % 9)
         conn = suite.connect(self.base, timeout=100, source=source)
         key = self.shared or "waiter-%d" % i
         feed = self.shared is not None or i % 2 == 0
@@ -310,7 +311,7 @@ def render(args, out, load_before, load_after):
         "| waiting | median | p90 | worst |",
         "| --- | --- | --- | --- |",
     ]
-    for label, values in (("none", out["probe0"]), ("36 (12 from each of 127.0.0.2-4)", out["probe36"])):
+    for label, values in (("none", out["probe0"]), ("36 (4 from each of 127.0.0.20-28)", out["probe36"])):
         q = statistics.quantiles(values, n=10)
         lines.append("| %s | %.2f ms | %.2f ms | %.2f ms |" % (label, statistics.median(values), q[8], max(values)))
     lines += [

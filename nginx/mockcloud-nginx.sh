@@ -18,9 +18,10 @@
 #   MOCKCLOUD_TOKENS                              passed to the programs
 #   MOCKCLOUD_INBOX_MAX_MESSAGES, MOCKCLOUD_INBOX_TOMBSTONE_HORIZON,
 #   MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS           passed to the inbox program
-#   MOCKCLOUD_MIN_FREE_MB                         passed to both programs
-#   MOCKCLOUD_LIMITS    off: no per-address cap on requests in progress (for a
-#                       server every client reaches through one address)
+#   MOCKCLOUD_MIN_FREE_MB, MOCKCLOUD_WAITS_PER_ADDRESS  passed to both programs
+#   MOCKCLOUD_LIMITS    off: no per-address cap on requests in progress, nor a
+#                       per-address share of the waits (for a server every
+#                       client reaches through one address)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a local CA and a certificate it signs are made in
 #                       the run dir (admin/tls.sh).
@@ -173,13 +174,17 @@ load_settings() {
     INBOX_TOMBSTONE_HORIZON="${MOCKCLOUD_INBOX_TOMBSTONE_HORIZON:-}"
     INBOX_COMPACT_MIN_RECORDS="${MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS:-}"
     MIN_FREE_MB="${MOCKCLOUD_MIN_FREE_MB:-}"
+    WAITS_PER_ADDRESS="${MOCKCLOUD_WAITS_PER_ADDRESS:-}"
     LIMITS="${MOCKCLOUD_LIMITS:-}"
     [[ -z "$LIMITS" || "$LIMITS" == off || "$LIMITS" == on ]] ||
         die "MOCKCLOUD_LIMITS must be 'off' (no per-address cap) or unset, not '$LIMITS'"
     [[ "$LIMITS" != on ]] || LIMITS=""
-    for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS MIN_FREE_MB; do
+    for name in INBOX_MAX_MESSAGES INBOX_TOMBSTONE_HORIZON INBOX_COMPACT_MIN_RECORDS MIN_FREE_MB WAITS_PER_ADDRESS; do
         [[ "${!name}" =~ ^[0-9]*$ ]] || die "MOCKCLOUD_$name must be a whole number, not '${!name}'"
     done
+    # The programs refuse the same (every request a 500 naming it): say so now.
+    [[ -z "$WAITS_PER_ADDRESS" ]] || ((10#$WAITS_PER_ADDRESS >= 1 && 10#$WAITS_PER_ADDRESS <= 48)) ||
+        die "MOCKCLOUD_WAITS_PER_ADDRESS must be from 1 to 48 (the box's places for waiting requests), not '$WAITS_PER_ADDRESS'"
     for name in DATA RUN CGI_BIN HMAC_KEYS TOKENS; do check_config_text "MOCKCLOUD_$name" "${!name}"; done
     check_config_text "the nginx/ directory's path" "$NGINX_DIR"
     # sun_path holds 108 bytes including the terminating NUL.
@@ -274,6 +279,7 @@ render_config() {
         -e "s|@INBOX_TOMBSTONE_HORIZON@|$INBOX_TOMBSTONE_HORIZON|g" \
         -e "s|@INBOX_COMPACT_MIN_RECORDS@|$INBOX_COMPACT_MIN_RECORDS|g" \
         -e "s|@MIN_FREE_MB@|$MIN_FREE_MB|g" \
+        -e "s|@WAITS_PER_ADDRESS@|$WAITS_PER_ADDRESS|g" \
         -e "s|@LIMITS@|$LIMITS|g" \
         -e "s|@NGINX_DIR@|$(sed_text "$NGINX_DIR")|g" \
         -e "s|@UPSTREAM@|$(sed_text "$UPSTREAM")|g" \

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds dist/mockcloud-sync_<VERSION>_amd64.deb, the device's package: the
-# sync tool alone, for the mirror box (not the LAN box that serves), from
-# the release build (.build/release/mockcloud-sync) with dpkg-deb alone.
+# sync tool, for the mirror box (not the LAN box that serves), from the
+# release build (.build/release/mockcloud-sync) with dpkg-deb alone, and the
+# unit that runs `push --watch` on the mirror box for good
+# (mockcloud-sync-push@.service, an example configuration, its system user).
 # The Swift runtime is linked in; libcurl is not (Debian ships no static
 # libcurl that links without Kerberos and LDAP archives), hence Depends.
 #
@@ -21,9 +23,12 @@ STAGE="$(mktemp -d)"
 trap 'rm -rf "$STAGE"' EXIT
 ROOT="$STAGE/root"
 umask 022
-install -d "$ROOT/DEBIAN" "$ROOT/usr/bin" "$ROOT/usr/share/doc/mockcloud-sync"
+install -d "$ROOT/DEBIAN" "$ROOT/usr/bin" "$ROOT/usr/share/doc/mockcloud-sync/examples" "$ROOT/lib/systemd/system"
 install -m 0755 "$TOOL" "$ROOT/usr/bin/mockcloud-sync"
 strip --strip-all --remove-section=.comment --remove-section=.note "$ROOT/usr/bin/mockcloud-sync"
+install -m 0644 "$REPO/packaging/sync/mockcloud-sync-push@.service" "$ROOT/lib/systemd/system/mockcloud-sync-push@.service"
+install -m 0644 "$REPO/packaging/sync/push.conf" "$ROOT/usr/share/doc/mockcloud-sync/examples/push.conf"
+install -m 0755 "$REPO/packaging/sync/postinst" "$REPO/packaging/sync/postrm" "$ROOT/DEBIAN/"
 install -m 0644 "$REPO/packaging/debian/copyright" "$ROOT/usr/share/doc/mockcloud-sync/copyright"
 {
     printf 'mockcloud-sync (%s) stable; urgency=medium\n\n' "$VERSION"

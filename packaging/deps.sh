@@ -7,7 +7,7 @@
 #   serve     nginx, fcgiwrap, libssl-dev, libcurl4-openssl-dev, openssl,
 #             curl (make serve; the launcher's `deps` runs this)
 #   test      serve's, and what the suites call: python3 (and its venv),
-#             readelf/nm, valgrind, strace, dpkg-deb (make test)
+#             readelf/nm, valgrind, strace, dpkg-deb, systemd-analyze (make test)
 #   bench     serve's, wrk, hyperfine, strace (make bench, make symbol-order)
 #   testssl   Debian's testssl.sh (make testssl)
 #   deb       dpkg-deb and strip (make deb)
@@ -73,6 +73,8 @@ group() {
             want valgrind
             want strace
             want dpkg dpkg-deb
+            # Tests/package lints the mirror's unit (systemd-analyze verify, security).
+            want systemd systemd-analyze
             ;;
         bench) group serve; want wrk; want hyperfine; want strace; want valgrind ;;
         testssl) want testssl.sh testssl ;;

@@ -8,7 +8,9 @@ import MockCloudWire
 // The library alone, over either transport, for Benchmarks/lan/bench_client.py
 // (push, pull: no folder, no state files, no process start in the figure)
 // and Tests/client/run.py (every command):
-//   client-bench [--transport curl|urlsession] COMMAND URL CA KEY [ARG...]
+//   client-bench [--transport curl|urlsession] [--device ID] [--attempts N] COMMAND URL CA KEY [ARG...]
+// (the device id defaults to bench-1; --attempts: N attempts 0.2 to 2 s
+// apart instead of the standard policy's 12)
 //   push SAMPLES          a line per sample: ID VERSION BODY-JSON; prints
 //                         {"seconds", "items" (stored), "rejected"}
 //   pull [STATE]          the feed from STATE's anchor (a first line ANCHOR
@@ -24,11 +26,22 @@ import MockCloudWire
 //                         task is cancelled: {"outcome", "ms"} (after the cancel)
 //   watch-settings        settingsUpdates(after: nil): a line per new state,
 //                         {"etag", "document"} or {"deleted": true}; stdin as follow
+//   engine STATE STORE [--include-own]   a SyncEngine driven from stdin
+//                         (EngineCommand.swift)
 // A client error prints {"error", "kind"} and exits 1; usage exits 2.
 var arguments = Array(CommandLine.arguments.dropFirst())
 var transportName = "curl"
-if arguments.count >= 2, arguments[0] == "--transport" {
-    transportName = arguments[1]
+var device = "bench-1"
+var retry = RetryPolicy.standard
+options: while arguments.count >= 2 {
+    switch arguments[0] {
+    case "--transport": transportName = arguments[1]
+    case "--device": device = arguments[1]
+    case "--attempts":
+        retry = RetryPolicy(
+            maxAttempts: Int(arguments[1]) ?? 1, initialDelay: .milliseconds(200), maxDelay: .seconds(2), maxRetryAfter: .seconds(60))
+    default: break options
+    }
     arguments.removeFirst(2)
 }
 
@@ -77,10 +90,13 @@ func untilCancelledFromStdin(finished: String = "ended", _ body: @escaping @Send
     say("{\"outcome\": \(quoted(outcome)), \"ms\": \(seconds(ContinuousClock.now - cancelled) * 1000)}")
 }
 
-guard arguments.count >= 4, let key = UserKey(arguments[3]), transportName == "curl" || transportName == "urlsession" else {
+guard arguments.count >= 4, let key = UserKey(arguments[3]), let deviceID = DeviceID(device),
+    transportName == "curl" || transportName == "urlsession"
+else {
     try? Sys.writeAll(
         .standardError,
-        Array("usage: client-bench [--transport curl|urlsession] push|pull|settings-get|settings-put|hold|follow|watch-settings URL CA KEY [ARG...]\n".utf8))
+        Array(("usage: client-bench [--transport curl|urlsession] [--device ID] [--attempts N]"
+            + " push|pull|settings-get|settings-put|hold|follow|watch-settings|engine URL CA KEY [ARG...]\n").utf8))
     exit(2)
 }
 let (command, url, caFile) = (arguments[0], arguments[1], arguments[2])
@@ -96,7 +112,7 @@ do {
     } catch let error as TransportError {
         throw ClientError.local(error.description)
     }
-    let client = BoxClient(configuration: ClientConfiguration(userKey: key, deviceID: DeviceID("bench-1")), transport: transport)
+    let client = BoxClient(configuration: ClientConfiguration(userKey: key, deviceID: deviceID, retry: retry), transport: transport)
     switch command {
     case "push" where arguments.count == 5:
         guard let lines = try Sys.readFile(arguments[4]) else { throw ClientError.local("no \(arguments[4])") }
@@ -188,6 +204,9 @@ do {
                 }
             }
         }
+
+    case "engine" where arguments.count >= 6:
+        try await runEngine(client, Array(arguments[4...]))
 
     case "hold" where arguments.count == 4:
         try await untilCancelledFromStdin(finished: "answered") { _ = try await client.settings() }

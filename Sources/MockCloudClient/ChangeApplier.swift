@@ -41,9 +41,19 @@ extension BoxClient {
     /// Throws what `changes(since:)` throws, or what `apply` throws (the
     /// pages applied before stay applied with their anchor).
     public func sync(into applier: some ChangeApplier, excludingOwnWrites: Bool = true) async throws -> SyncSummary {
+        try await apply(into: applier, excludingOwnWrites: excludingOwnWrites, follow: false) { _, _ in }
+    }
+
+    /// `sync(into:)`'s loop; with `follow`, it keeps applying each change as
+    /// it commits until the task is cancelled (`SyncEngine`). `afterEach`
+    /// sees each page once it is applied, with the summary so far.
+    func apply(
+        into applier: some ChangeApplier, excludingOwnWrites: Bool, follow: Bool,
+        afterEach: (_ page: ChangePage, _ summary: SyncSummary) async throws -> Void
+    ) async throws -> SyncSummary {
         var summary = SyncSummary()
         summary.anchor = try await applier.savedAnchor()
-        for try await page in changes(since: summary.anchor, excludingOwnWrites: excludingOwnWrites) {
+        for try await page in changes(since: summary.anchor, excludingOwnWrites: excludingOwnWrites, follow: follow) {
             let save = page.anchorIsFinal ? page.anchor : nil
             try await applier.apply(page, saving: save)
             summary.pages += 1
@@ -51,6 +61,7 @@ extension BoxClient {
             summary.deletions += page.deleted.count
             if page.startsResync { summary.resynced = true }
             if let save { summary.anchor = save }
+            try await afterEach(page, summary)
         }
         return summary
     }

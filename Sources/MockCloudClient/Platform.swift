@@ -7,7 +7,7 @@ import CryptoKit
 import COpenSSL
 #endif
 
-/// What the client needs of the platform, in one place: files, SHA-256.
+/// What the client needs of the platform, in one place: files, locks, SHA-256.
 /// Foundation for files on every platform (its POSIX calls come from Darwin
 /// or Glibc through Foundation); SHA-256 from CryptoKit on Apple platforms,
 /// libcrypto's one-shot call elsewhere.
@@ -59,9 +59,72 @@ enum Platform {
         return true
     }
 
+    /// Takes an exclusive advisory lock (`flock`) on `path`, made 0600 when
+    /// absent, and returns its descriptor, held until `unlock`; nil when
+    /// another open of the file holds it (another process, or another
+    /// descriptor in this one). The kernel drops the lock with the
+    /// descriptor, so a process that dies, however it dies, releases it.
+    static func lock(_ path: String) throws -> Int32? {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw ClientError.local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let failure = errno
+            if failure == EINTR { continue }
+            close(descriptor)
+            if failure == EWOULDBLOCK { return nil }
+            throw ClientError.local("cannot lock \(path): \(String(cString: strerror(failure)))")
+        }
+        return descriptor
+    }
+
+    /// Releases a lock `lock` took.
+    static func unlock(_ descriptor: Int32) {
+        close(descriptor)
+    }
+
+    /// `path` opened for writing at its end, made 0600 when absent.
+    static func openForAppending(_ path: String) throws -> FileHandle {
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw ClientError.local("cannot create \(path)")
+            }
+            syncFolder((path as NSString).deletingLastPathComponent)
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else { throw ClientError.local("cannot open \(path) for writing") }
+        return handle
+    }
+
+    /// Writes `bytes` at `offset` (the end of what is sound) and syncs the
+    /// file: on return they are on disk. When that fails, the file is cut
+    /// back to `offset` (what was written was never acknowledged), and
+    /// `AppendFailure.intact` says whether the cut worked.
+    static func append(_ bytes: [UInt8], to handle: FileHandle, at offset: UInt64, path: String) throws {
+        do {
+            try handle.seek(toOffset: offset)
+            try handle.write(contentsOf: Data(bytes))
+            try handle.synchronize()
+        } catch {
+            let reason = error.localizedDescription
+            do {
+                try handle.truncate(atOffset: offset)
+                try handle.synchronize()
+            } catch {
+                throw AppendFailure(path: path, reason: reason, intact: false)
+            }
+            throw AppendFailure(path: path, reason: reason, intact: true)
+        }
+    }
+
+    /// Why `append` failed, and whether the file is as it was before.
+    struct AppendFailure: Error {
+        var path: String
+        var reason: String
+        var intact: Bool
+    }
+
     /// Makes a rename or removal in `folder` durable where the platform
     /// lets a folder be synced (Linux, Darwin); best effort elsewhere.
-    private static func syncFolder(_ folder: String) {
+    static func syncFolder(_ folder: String) {
         guard let handle = FileHandle(forReadingAtPath: folder.isEmpty ? "." : folder) else { return }
         try? handle.synchronize()
         try? handle.close()

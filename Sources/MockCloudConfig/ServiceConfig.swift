@@ -17,6 +17,10 @@ package struct ServiceConfig: Sendable {
     /// `MOCKCLOUD_MIN_FREE_MB`: writes other than deletions are refused (507)
     /// below this much free space on the data directory's file system.
     package let minimumFreeBytes: Int64
+    /// `MOCKCLOUD_WAITS_PER_ADDRESS`: the waits one client address may hold
+    /// at once; `nil` with `MOCKCLOUD_LIMITS=off` (every client comes through
+    /// one address, and the box's total is the only bound).
+    package let waitsPerAddress: Int?
     /// The environment the settings came from, for the route-specific ones.
     private let environment: Environment
 
@@ -26,6 +30,7 @@ package struct ServiceConfig: Sendable {
         integrity = try Self.integrity(environment)
         access = try Self.accessTokens(environment)
         minimumFreeBytes = try Self.minimumFreeBytes(environment)
+        waitsPerAddress = try Self.waitsPerAddress(environment)
         self.environment = environment
     }
 
@@ -90,6 +95,36 @@ package struct ServiceConfig: Sendable {
             throw ConfigError("MOCKCLOUD_MIN_FREE_MB=\(text) is not a whole number of MiB from 0 to 9999999")
         }
         return mebibytes << 20
+    }
+
+    /// The waits one address may hold when `MOCKCLOUD_WAITS_PER_ADDRESS` is
+    /// unset: a phone follows its feed and its settings (2), and the same two
+    /// again after a connection that broke without the box hearing of it,
+    /// whose waits hold their places until they run out (README, "Waiting
+    /// for a change").
+    package static let defaultWaitsPerAddress = 4
+
+    /// `MOCKCLOUD_WAITS_PER_ADDRESS` (1 to `Capacity.waitingAtOnce`; 4 when unset),
+    /// or `nil` when `MOCKCLOUD_LIMITS` is `off`. `MOCKCLOUD_LIMITS` reaches
+    /// the programs too, so that a box behind a proxy turns both per-address
+    /// limits off with one setting; any value but `off` (or `on`, or empty)
+    /// is refused, as the launcher refuses it.
+    package static func waitsPerAddress(_ environment: Environment) throws -> Int? {
+        let limits = environment["MOCKCLOUD_LIMITS"] ?? ""
+        guard limits.isEmpty || limits == "on" || limits == "off" else {
+            throw ConfigError("MOCKCLOUD_LIMITS=\(limits) is not accepted: set it to off (no per-address limits, "
+                + "for a box every client reaches through one address) or leave it unset")
+        }
+        guard let text = environment["MOCKCLOUD_WAITS_PER_ADDRESS"], !text.isEmpty else {
+            return limits == "off" ? nil : defaultWaitsPerAddress
+        }
+        guard text.utf8.count <= 3, text.utf8.allSatisfy(ASCII.isDigit), let places = Int(text),
+            (1...Capacity.waitingAtOnce).contains(places)
+        else {
+            throw ConfigError("MOCKCLOUD_WAITS_PER_ADDRESS=\(text) is not a whole number from 1 to \(Capacity.waitingAtOnce) "
+                + "(the box's places for waiting requests): the waits one client address may hold at once")
+        }
+        return limits == "off" ? nil : places
     }
 
     /// `MOCKCLOUD_INBOX_MAX_MESSAGES`, `MOCKCLOUD_INBOX_TOMBSTONE_HORIZON`

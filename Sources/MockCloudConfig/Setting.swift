@@ -53,8 +53,10 @@ package struct Setting: Sendable, Equatable {
                 meaning: "change-log records before compaction"),
         Setting(name: "MOCKCLOUD_MIN_FREE_MB", defaultValue: "`64`", reader: .programs,
                 meaning: "free space below which writes answer 507"),
-        Setting(name: "MOCKCLOUD_LIMITS", defaultValue: "unset", reader: .launcher,
-                meaning: "off: no per-address cap on requests in progress"),
+        Setting(name: "MOCKCLOUD_WAITS_PER_ADDRESS", defaultValue: "`4`", reader: .programs,
+                meaning: "requests one client address may have waiting for a change at once"),
+        Setting(name: "MOCKCLOUD_LIMITS", defaultValue: "unset", reader: .programs,
+                meaning: "off: no per-address cap on requests in progress or on waits"),
         Setting(name: "MOCKCLOUD_ADMIN_SCRIPTS", defaultValue: "unset", reader: .admin,
                 meaning: "where mockcloud-admin finds its shell subcommands"),
     ]

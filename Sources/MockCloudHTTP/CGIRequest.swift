@@ -34,6 +34,10 @@ package struct CGIRequest: Sendable {
         }
     }
 
+    /// `REMOTE_ADDR`: the client's address as nginx names it (on a LAN box
+    /// without a proxy, the device's); `nil` when not given.
+    package var remoteAddress: String? { environment["REMOTE_ADDR"] }
+
     /// The value of one of the headers the service reads.
     package func header(_ header: HTTPHeader) -> String? {
         environment[header.variable]

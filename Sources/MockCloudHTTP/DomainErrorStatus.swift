@@ -132,15 +132,26 @@ extension FreeSpaceError: HTTPResponseError {
 }
 
 extension WaitError: HTTPResponseError {
-    /// 503 with `Retry-After`: the box has no room for another waiting
-    /// request now; the same request later will wait.
-    package var status: HTTPStatus { .serviceUnavailable }
+    /// With `Retry-After`, the same request later will wait: 503 when the
+    /// box has no room for another waiting request now, 429 when the
+    /// client's own address already holds its share.
+    package var status: HTTPStatus {
+        switch self {
+        case .tooManyWaiting: return .serviceUnavailable
+        case .addressHoldsItsShare: return .tooManyRequests
+        }
+    }
 
     package var message: String {
         switch self {
         case .tooManyWaiting(let limit):
             return "too many requests are waiting for changes (\(limit) at once on this server); "
                 + "retry after \(Capacity.retryAfterSeconds) seconds"
+        case .addressHoldsItsShare(let share):
+            return "too many waiting requests from this address: \(share.places) already "
+                + (share.places == 1 ? "waits" : "wait") + " for changes, "
+                + "its share of the server's \(Capacity.waitingAtOnce) places (MOCKCLOUD_WAITS_PER_ADDRESS); "
+                + "retry after \(Capacity.retryAfterSeconds) seconds, or end a wait it no longer needs"
         }
     }
 

@@ -26,6 +26,7 @@ package struct HTTPStatus: Sendable, Hashable, ExpressibleByIntegerLiteral, Cust
     package static var preconditionFailed: HTTPStatus { 412 }
     package static var contentTooLarge: HTTPStatus { 413 }
     package static var unsupportedMediaType: HTTPStatus { 415 }
+    package static var tooManyRequests: HTTPStatus { 429 }
     package static var internalServerError: HTTPStatus { 500 }
     package static var serviceUnavailable: HTTPStatus { 503 }
     package static var insufficientStorage: HTTPStatus { 507 }
@@ -50,6 +51,7 @@ package struct HTTPStatus: Sendable, Hashable, ExpressibleByIntegerLiteral, Cust
         case 412: return "Precondition Failed"
         case 413: return "Content Too Large"
         case 415: return "Unsupported Media Type"
+        case 429: return "Too Many Requests"
         case 500: return "Internal Server Error"
         case 503: return "Service Unavailable"
         case 507: return "Insufficient Storage"

@@ -36,7 +36,8 @@ package struct InboxRoute: Sendable {
         // Read first, so that a throw leaves no half-copied integrity to
         // destroy (that destroy built Optional metadata at run time).
         let settings = try config.inboxSettings()
-        self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity, waiting: .program)
+        self.init(dataRoot: config.dataRoot, settings: settings, integrity: config.integrity,
+                  waiting: .program(perAddress: config.waitsPerAddress))
     }
 
     /// Answers one request and then runs its upkeep, as a test or a tool
@@ -60,7 +61,7 @@ package struct InboxRoute: Sendable {
             switch request.method {
             case .get, .head:
                 let query = try QueryString(request, takes: QueryParameters.feed)
-                return try feed(query, try store(for: request))
+                return try feed(query, try store(for: request), from: request.remoteAddress)
             case .post:
                 _ = try QueryString(request, takes: QueryParameters.none)
                 return try post(request, try store(for: request, afterAnswer: &afterAnswer))
@@ -143,7 +144,7 @@ package struct InboxRoute: Sendable {
         return Self.created(envelope)
     }
 
-    private func feed(_ query: QueryString, _ store: InboxStore) throws -> CGIResponse {
+    private func feed(_ query: QueryString, _ store: InboxStore, from address: String?) throws -> CGIResponse {
         var anchor: Anchor?
         if let text = query[QueryParameters.anchor], !text.isEmpty {
             guard let parsed = Anchor(text) else { throw InboxError.malformedAnchor }
@@ -165,7 +166,7 @@ package struct InboxRoute: Sendable {
             return CGIResponse(status: .ok, body: try store.changes(after: anchor, limit: limit, excludingSource: excluded).bytes)
         }
         let page = try store.changes(after: anchor, limit: limit, excludingSource: excluded,
-                                     waiting: waiting.limit(seconds: seconds))
+                                     waiting: waiting.limit(seconds: seconds, address: address))
         return CGIResponse(status: .ok, body: page.bytes)
     }
 

@@ -38,7 +38,7 @@ package struct SettingsRoute: Sendable {
     /// The route as the programs run it, configured from the environment.
     package init(config: ServiceConfig) {
         self.init(dataRoot: config.dataRoot, integrity: config.integrity, minimumFreeBytes: config.minimumFreeBytes,
-                  waiting: .program)
+                  waiting: .program(perAddress: config.waitsPerAddress))
     }
 
     /// Answers one request: parse, call the store, map its answer.
@@ -53,7 +53,7 @@ package struct SettingsRoute: Sendable {
             let ifNoneMatch = request.tagCondition(HTTPHeader.ifNoneMatch)
             if try Self.mergesFields(request) { return try getWithTimes(key, ifNoneMatch: ifNoneMatch) }
             guard let wait, let ifNoneMatch else { return try get(key, ifNoneMatch: ifNoneMatch) }
-            return try get(key, ifNoneMatch: ifNoneMatch, waitingSeconds: wait)
+            return try get(key, ifNoneMatch: ifNoneMatch, waitingSeconds: wait, from: request.remoteAddress)
         case .put, .patch, .delete:
             _ = try QueryString(request, takes: QueryParameters.none)
             return try change(request)
@@ -108,14 +108,17 @@ package struct SettingsRoute: Sendable {
     /// as soon as another write makes it news: a document whose tag is not
     /// named (200), one where nothing was stored (200, whatever the tags),
     /// or a deletion (404). When the wait ends, the ordinary answer.
-    private func get(_ key: UserKey, ifNoneMatch: TagCondition, waitingSeconds seconds: Int) throws -> CGIResponse {
+    private func get(
+        _ key: UserKey, ifNoneMatch: TagCondition, waitingSeconds seconds: Int, from address: String?
+    ) throws -> CGIResponse {
         let first = try store.read(key)
         let isNews = { (bytes: [UInt8]?) -> Bool in
             guard let bytes else { return first != nil }
             return first == nil || !ifNoneMatch.names(EntityTag(of: bytes))
         }
         if isNews(first) { return try answer(first, key, ifNoneMatch: ifNoneMatch) }
-        let bytes = try store.read(key, after: first, waiting: waiting.limit(seconds: seconds), until: isNews)
+        let bytes = try store.read(key, after: first, waiting: waiting.limit(seconds: seconds, address: address),
+                                   until: isNews)
         // A document where there was none is news even to `If-None-Match: *`.
         return try answer(bytes, key, ifNoneMatch: first == nil ? nil : ifNoneMatch)
     }

@@ -10,6 +10,7 @@ import MockCloudWire
 ///     <root>/inbox/<key>/messages/<id>.json  each message's latest state
 ///     <root>/.locks/<store>.<key>.lock       a key's lock (`KeyLock`)
 ///     <root>/.locks/waiting.<n>.lock         a place of a waiting request (`Waiting`)
+///     <root>/.locks/waiting.lock             the turn to count and take one
 ///     <root>/.locks/<marker>                 what one process tells the next
 package struct DataDirectory: Sendable {
     package let root: String
@@ -48,6 +49,10 @@ package struct DataDirectory: Sendable {
 
     /// `<root>/.locks/waiting.<n>.lock`.
     package func waitingPlace(_ n: Int) -> String { Sys.path(root, "/.locks/waiting.", String(n), ".lock") }
+
+    /// `<root>/.locks/waiting.lock`: held while a process counts the places
+    /// and takes one.
+    package var waitingTurn: String { Sys.path(root, "/.locks/waiting.lock") }
 
     /// `<root>/.locks/<name>`: a file whose existence one process leaves the next.
     package func marker(_ name: String) -> String { Sys.path(root, "/.locks/", name) }

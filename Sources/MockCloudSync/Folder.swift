@@ -18,15 +18,25 @@ struct Folder {
         } catch {
             throw .local("cannot read the folder \(path): \(error)")
         }
-        return all.filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") && $0.utf8.count > 5 }.sorted()
+        return all.filter(Self.isMessage).sorted()
+    }
+
+    /// True for a message's file name, `<id>.json`: not hidden, so never a
+    /// state file of the tool's, an editor's `.name.swp` or a scanner's
+    /// `.name.part`; nor `name.json.tmp`, a file on its way in.
+    @Sendable static func isMessage(_ name: String) -> Bool {
+        !name.hasPrefix(".") && name.hasSuffix(".json") && name.utf8.count > 5
     }
 
     func read(_ name: String) throws(ClientError) -> [UInt8] {
+        guard let bytes = try readIfPresent(name) else { throw .local("\(path)/\(name) vanished") }
+        return bytes
+    }
+
+    /// The file's bytes, or nil when it is not there (removed since it was listed).
+    func readIfPresent(_ name: String) throws(ClientError) -> [UInt8]? {
         do {
-            guard let bytes = try AtomicFile.read(name, in: path) else { throw ClientError.local("\(path)/\(name) vanished") }
-            return bytes
-        } catch let error as ClientError {
-            throw error
+            return try AtomicFile.read(name, in: path)
         } catch {
             throw .local("cannot read \(path)/\(name): \(ClientError.describe(error))")
         }

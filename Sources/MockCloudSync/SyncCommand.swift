@@ -30,9 +30,9 @@ public enum SyncCommand {
 
     /// Runs the command line; returns the exit status. `environment` looks
     /// a variable up (the token's, `MOCKCLOUD_SYNC_TOKEN`). `pull --follow`
-    /// runs until SIGINT or SIGTERM, which end it cleanly.
+    /// and `push --watch` run until SIGINT or SIGTERM, which end them cleanly.
     public static func main(_ arguments: [String], environment: @escaping @Sendable (String) -> String?) async -> Int32 {
-        if case .run(let parsed)? = try? SyncOptions.tool.parse(arguments), parsed.isSet("--follow") {
+        if case .run(let parsed)? = try? SyncOptions.tool.parse(arguments), parsed.isSet("--follow") || parsed.isSet("--watch") {
             return await cancellingOnInterrupt { await run(arguments, environment: environment) }
         }
         return await run(arguments, environment: environment)
@@ -65,6 +65,9 @@ public enum SyncCommand {
                     userKey: options.userKey, deviceID: options.deviceID, token: token),
                 transport: transport)
             switch options.command {
+            case .push(let directory) where options.watch:
+                return try await PushWatch(client: client, directory: directory, deleteMissing: options.deleteMissing)
+                    .run(&output)
             case .push(let directory):
                 return try await Push(client: client, directory: directory, deleteMissing: options.deleteMissing)
                     .run(&output)

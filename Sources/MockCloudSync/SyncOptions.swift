@@ -35,6 +35,8 @@ struct SyncOptions {
     var excludeOwn: Bool
     /// pull: keep the folder current, waiting for each change, until interrupted.
     var follow: Bool
+    /// push: keep sending each file as it is written, until interrupted.
+    var watch: Bool
     var ifMatch: String?
 
     /// The variable that may hold the bearer token.
@@ -47,7 +49,8 @@ struct SyncOptions {
         name: "mockcloud-sync",
         commands: [
             .init("push", .push, arguments: [Argument("DIR")],
-                  options: [.flag("--delete", "push: delete on the server what was pushed from files now gone")],
+                  options: [.flag("--delete", "push: delete on the server what was pushed from files now gone"),
+                            .flag("--watch", "push: then each file as it is written (closed or renamed in), until interrupted")],
                   summary: "every DIR/<id>.json becomes message <id> (version: its syncVersion)"),
             .init("pull", .pull, arguments: [Argument("DIR")],
                   options: [.flag("--exclude-own", "pull: skip this device's own writes in incremental reads"),
@@ -81,6 +84,7 @@ struct SyncOptions {
                   2 usage; 3 a local file; 4 the server's certificate was not trusted;
                   5 the server was unavailable after every retry; 6 the server refused
                   the request; 7 an answer that was not understood; 130 interrupted
+            push --watch and pull --follow run until Ctrl-C or SIGTERM, which end them with 0.
             """)
 
     private static let ifMatchOption = Option.value("--if-match", "ETAG", "write only if the stored settings have this ETag")
@@ -132,6 +136,7 @@ struct SyncOptions {
         deleteMissing = parsed.isSet("--delete")
         excludeOwn = parsed.isSet("--exclude-own")
         follow = parsed.isSet("--follow")
+        watch = parsed.isSet("--watch")
         ifMatch = parsed.value("--if-match")
     }
 

@@ -21,14 +21,15 @@ package struct ChangeWatch {
         | IN_DELETE_SELF | IN_MOVE_SELF)
     /// Folders only, never through a symbolic link.
     private static let flags = UInt32(IN_ONLYDIR | IN_DONT_FOLLOW)
+    /// `POLLRDHUP`: the socket's peer shut down its side (a GNU name the
+    /// Glibc module does not import; Linux's value).
+    private static let peerShutDown: Int16 = 0x2000
     /// The events that end a watch or lose events: always worth a look.
     private static let lost = UInt32(IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)
 
     /// A new inotify instance (close it with `close`).
     package init() throws {
-        fd = FileDescriptor(rawValue: try Sys.retrying("inotify_init1", "") {
-            inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        })
+        fd = try Inotify.open()
     }
 
     package func close() {
@@ -61,30 +62,33 @@ package struct ChangeWatch {
         case changed
         /// The deadline passed.
         case timedOut
-        /// `output`'s reader is gone (the server that takes the answer stopped).
+        /// The other end of one of the answer's paths is gone (the server
+        /// that takes the answer stopped, or the client left).
         case abandoned
     }
 
     /// Sleeps until a followed file may have changed, until `deadline`
-    /// (`Sys.monotonicNanos`), or until `output` (a pipe or socket the
-    /// answer goes to) reports that its reader is gone.
-    package mutating func sleep(until deadline: Int64, watching output: FileDescriptor? = nil) throws -> Wake {
-        var fds = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: output?.rawValue ?? -1, events: 0, revents: 0)]
+    /// (`Sys.monotonicNanos`), or until one of `answerPaths` (pipes or
+    /// sockets towards whoever takes the answer) reports its other end gone:
+    /// an error, a hang-up, or a socket's peer that shut down its side.
+    /// Nothing is read from them.
+    package mutating func sleep(until deadline: Int64, watching answerPaths: [FileDescriptor] = []) throws -> Wake {
+        var fds = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)]
+        for path in answerPaths { fds.append(pollfd(fd: path.rawValue, events: Self.peerShutDown, revents: 0)) }
+        let gone = Int16(POLLERR | POLLHUP | POLLNVAL) | Self.peerShutDown
         while true {
             let left = deadline - Sys.monotonicNanos()
             if left <= 0 { return .timedOut }
             // Whole milliseconds, rounded up: never wake before the deadline.
             let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
-            fds[0].revents = 0
-            fds[1].revents = 0
-            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, 2, milliseconds) }
+            for i in fds.indices { fds[i].revents = 0 }
+            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), milliseconds) }
             if ready < 0 {
                 let code = Glibc.errno
                 if code == EINTR { continue }
                 throw SystemError("poll", errno: code)
             }
-            if fds[1].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && output != nil { return .abandoned }
+            if fds.dropFirst().contains(where: { $0.revents & gone != 0 }) { return .abandoned }
             if fds[0].revents & Int16(POLLIN) != 0, try readEvents() { return .changed }
         }
     }
@@ -92,36 +96,15 @@ package struct ChangeWatch {
     /// Reads every queued event; true when one concerns a followed file.
     private mutating func readEvents() throws -> Bool {
         var relevant = false
-        let size = 4096
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
-        defer { buffer.deallocate() }
-        while true {
-            let got = Glibc.read(fd.rawValue, buffer.baseAddress!, size)
-            if got < 0 {
-                let code = Glibc.errno
-                if code == EINTR { continue }
-                if code == EAGAIN { return relevant }
-                throw SystemError("read", path: "inotify", errno: code)
-            }
-            var offset = 0
-            // struct inotify_event: wd, mask, cookie, len, then len bytes of
-            // name (NUL-padded).
-            while offset + 16 <= got {
-                let watch = buffer.load(fromByteOffset: offset, as: Int32.self)
-                let mask = buffer.load(fromByteOffset: offset + 4, as: UInt32.self)
-                let length = Int(buffer.load(fromByteOffset: offset + 12, as: UInt32.self))
-                let nameBytes = UnsafeRawBufferPointer(rebasing: buffer[(offset + 16)..<min(got, offset + 16 + length)])
-                offset += 16 + length
-                if mask & Self.lost != 0 {
-                    if mask & UInt32(IN_IGNORED) != 0 { names[watch] = nil }
-                    relevant = true
-                    continue
-                }
-                guard let wanted = names[watch] else { continue }
-                let name = nameBytes.prefix { $0 != 0 }
-                if name.elementsEqual(wanted.utf8) { relevant = true }
+        try Inotify.drain(fd) { watch, mask, name in
+            if mask & Self.lost != 0 {
+                if mask & UInt32(IN_IGNORED) != 0 { names[watch] = nil }
+                relevant = true
+            } else if let wanted = names[watch], name.elementsEqual(wanted.utf8) {
+                relevant = true
             }
         }
+        return relevant
     }
 
     /// What follows the last `/` of `path`.

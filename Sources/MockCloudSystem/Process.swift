@@ -64,6 +64,26 @@ extension Sys {
     /// This process's id.
     package static var processID: Int32 { getpid() }
 
+    /// The first connected stream socket among descriptors 3 to 63 (not a
+    /// listening one), or nil: for a CGI program, which opens no socket of
+    /// its own, the connection it inherited. fcgiwrap leaves its FastCGI
+    /// connection to the server open in every program it starts, and the
+    /// server closes that connection when the client goes away.
+    package static func inheritedConnection() -> FileDescriptor? {
+        for fd in Int32(3)..<64 {
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { continue }
+            var type: Int32 = 0
+            var listening: Int32 = 1
+            var size = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0, type == Int32(SOCK_STREAM.rawValue) else { continue }
+            size = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0, listening == 0 else { continue }
+            return FileDescriptor(rawValue: fd)
+        }
+        return nil
+    }
+
     /// True when this process runs as root.
     package static var isRoot: Bool { geteuid() == 0 }
 

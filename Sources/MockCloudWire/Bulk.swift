@@ -159,11 +159,11 @@ package struct BulkResult: Sendable, Equatable {
 
     /// Reads `json`'s form back; `nil` when it is not one.
     package init?(json value: JSONValue) {
-        guard let object = value.objectValue, let id = object["id"], let status = object["status"].flatMap(Self.integer)
+        guard let object = value.objectValue, let id = object["id"], let status = object["status"]?.int64Value
         else { return nil }
         var current: Envelope?
         if case .object(let members)? = object["current"] { current = Envelope(members) }
-        self.init(id: id, status: Int(status), seq: object["seq"].flatMap(Self.integer), error: object["error"]?.stringValue,
+        self.init(id: id, status: Int(status), seq: object["seq"]?.int64Value, error: object["error"]?.stringValue,
                   current: current)
     }
 
@@ -183,11 +183,5 @@ package struct BulkResult: Sendable, Equatable {
     package static func results(of answer: JSONValue) -> [BulkResult?]? {
         guard case .array(let list)? = answer.objectValue?["results"] else { return nil }
         return list.map { BulkResult(json: $0) }
-    }
-
-    /// A JSON integer that fits in Int64.
-    private static func integer(_ value: JSONValue) -> Int64? {
-        guard case .number(let text) = value else { return nil }
-        return Int64(text)
     }
 }

@@ -45,6 +45,7 @@ SEEDS = {
     "sync": [
         ["push", "scans"] + BOX + ["--device-id", "mirror-1"],
         ["push", "scans", "--delete"] + BOX + ["--json"],
+        ["push", "scans", "--watch", "--delete"] + BOX,
         ["pull", "inbox", "--exclude-own"] + BOX,
         ["settings", "get"] + BOX + ["--json", "--token-file", "token"],
         ["settings", "put", "s.json", "--if-match", '"abc"'] + BOX,

@@ -88,6 +88,48 @@ import Testing
         #expect(await server.requests.map(\.target).last == "/inbox?limit=1000&anchor=aa.0.1&exclude-source=phone-1&wait=30")
     }
 
+    /// The box's answer to a wait past its address's share of the waits.
+    static let shareTaken = FakeServer.json(
+        429, #"{"error": "too many waiting requests from this address: 4 already wait for changes, its share of the "#
+            + #"server's 48 places (MOCKCLOUD_WAITS_PER_ADDRESS); retry after 5 seconds, or end a wait it no longer needs"}"#,
+        headers: [("retry-after", "5")])
+
+    @Test func aWaitRefusedForItsAddresssShareIsSentAgainOnlyAfterRetryAfter() async throws {
+        let server = FakeServer { _, n in
+            switch n {
+            case 1: return FakeServer.json(200, page([], anchor: "aa.0.1", hasMore: false))
+            case 2, 3, 4: return Self.shareTaken
+            default: return FakeServer.json(200, page([envelope("b", version: 1, seq: 2)], anchor: "aa.0.2", hasMore: false))
+            }
+        }
+        let waits = Waits()
+        var pages: [ChangePage] = []
+        for try await page in client(server, waits: waits).changes(since: Anchor("aa.0.0"), follow: true) {
+            pages.append(page)
+            if pages.count == 2 { break }
+        }
+        #expect(pages.map { $0.messages.map(\.id.rawValue) } == [[], ["b"]])
+        // One request per Retry-After: the box is not asked again sooner.
+        #expect(waits.seconds == [5, 5, 5])
+        #expect(Array(await server.requests.map(\.target).dropFirst())
+            == Array(repeating: "/inbox?limit=1000&anchor=aa.0.1&exclude-source=phone-1&wait=30", count: 4))
+    }
+
+    @Test func aFollowRefusedThroughEveryAttemptStillWaitsBeforeEachRequest() async throws {
+        let server = FakeServer { _, n in
+            n <= 7 ? Self.shareTaken : FakeServer.json(200, #"{"units": "metric"}"#, headers: [("etag", #""e1""#)])
+        }
+        let waits = Waits()
+        for try await settings in client(server, waits: waits, attempts: 3).settingsUpdates(after: nil) {
+            #expect(settings?.etag == #""e1""#)
+            break
+        }
+        // Three attempts (5 s apart), the policy's longest delay, three more, the delay, then the answer:
+        // never two requests without a wait between them.
+        #expect(waits.seconds == [5, 5, 1, 5, 5, 1, 5])
+        #expect(await server.requests.count == 8)
+    }
+
     @Test func cancellingTheTaskEndsAFollowAtOnceWithCancellationError() async throws {
         let server = HoldingServer(first: page([envelope("a", version: 1, seq: 1)], anchor: "aa.0.1", hasMore: false))
         let follow = BoxClient(configuration: ClientConfiguration(userKey: UserKey("u1")!), transport: server)

@@ -22,6 +22,10 @@ import Testing
     @Test func everyCommandKeepsItsSpelling() throws {
         #expect(try options(["push", "scans/"] + Self.box + ["--delete"]).command == .push(directory: "scans/"))
         #expect(try options(["push", "scans/", "--delete"] + Self.box).deleteMissing)
+        let watching = try options(["push", "scans/", "--watch", "--delete"] + Self.box)
+        #expect(watching.command == .push(directory: "scans/") && watching.watch && watching.deleteMissing && !watching.follow)
+        #expect(try !options(["push", "scans/"] + Self.box).watch)
+        #expect(try options(["pull", "inbox/", "--follow"] + Self.box).follow)
         #expect(try options(["pull", "inbox/", "--exclude-own"] + Self.box + ["--device-id", "mirror-1"]).excludeOwn)
         #expect(try options(["settings", "get"] + Self.box + ["--json"]).json)
         let put = try options(["settings", "put", "s.json", "--if-match", "\"abc\""] + Self.box + ["--ca-sha256", "AB:CD"])
@@ -32,10 +36,13 @@ import Testing
     }
 
     @Test(arguments: [
-        (["push", ""], "DIR is empty (an unset variable?): mockcloud-sync push DIR [--delete]"),
+        (["push", ""], "DIR is empty (an unset variable?): mockcloud-sync push DIR [--delete] [--watch]"),
         (["push"], "push needs DIR"),
-        (["push", "a", "b"], "unexpected argument b: mockcloud-sync push DIR [--delete]"),
+        (["push", "a", "b"], "unexpected argument b: mockcloud-sync push DIR [--delete] [--watch]"),
         (["pull", "d", "--delete"], "--delete is not an option of pull"),
+        (["pull", "d", "--watch"], "--watch is not an option of pull"),
+        (["push", "d", "--follow"], "--follow is not an option of push"),
+        (["push", "d", "--watch", "--watch"], "--watch is given twice"),
         (["settings"], "settings needs one of: get, put, patch, merge"),
         (["settings", "put"], "settings put needs FILE"),
         (["push", "d", "--device-id", ""], "--device-id is empty (an unset variable?): --device-id ID"),
@@ -65,6 +72,11 @@ import Testing
         #expect(throws: UsageError("--user-key KEY is required: the X-User-Key, ^[A-Za-z0-9_-]{1,128}$")) {
             try options(["push", "d", "--url", "https://b", "--ca", "c"])
         }
+    }
+
+    @Test func theUsageShowsWatchAsPushsOption() {
+        #expect(SyncOptions.usage.contains("mockcloud-sync push DIR [--delete] [--watch]"))
+        #expect(SyncOptions.usage.contains("--watch") && SyncOptions.usage.contains("until interrupted"))
     }
 
     @Test func aWrongCommandLineExits2AndHelpExits0() async {

@@ -6,14 +6,15 @@ import MockCloudHTTP
 /// process tests through `ProgramRunner`). `headers` are HTTP names;
 /// `Content-Type` becomes `CONTENT_TYPE`, any other `X-Name` `HTTP_X_NAME`.
 /// `CONTENT_LENGTH` is the body's length, empty without a body (as nginx
-/// sends it for a GET), unless `contentLength` says otherwise.
+/// sends it for a GET), unless `contentLength` says otherwise; the client
+/// is at `REMOTE_ADDR` 127.0.0.1 unless `extra` says otherwise.
 package func cgiVariables(
     method: String, path: String, query: String = "", headers: [String: String] = [:], body: [UInt8]? = nil,
     contentLength: String? = nil, extra: [String: String] = [:]
 ) -> [String: String] {
     var variables = [
         "REQUEST_METHOD": method, "DOCUMENT_URI": path, "QUERY_STRING": query, "CONTENT_TYPE": "",
-        "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1",
+        "GATEWAY_INTERFACE": "CGI/1.1", "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
     ]
     variables["CONTENT_LENGTH"] = contentLength ?? body.map { String($0.count) } ?? ""
     for (name, value) in headers {

@@ -24,7 +24,7 @@ import Testing
     let allowed = Allowed()
     var host: WaitHost {
         let allowed = self.allowed
-        return WaitHost(allow: { seconds in allowed.withLock { $0.append(seconds) } }, output: nil)
+        return WaitHost(allow: { seconds in allowed.withLock { $0.append(seconds) } }, answerPaths: { [] }, perAddress: 4)
     }
 
     init() throws {
@@ -49,8 +49,26 @@ import Testing
         return answer { try settings.respond(to: request) }
     }
 
-    func feed(_ query: String) -> CGIResponse {
-        answer { try inbox.respond(to: CGIRequest(method: "GET", path: "/inbox", query: query, headers: ["X-User-Key": "u1"])) }
+    func feed(_ query: String, from address: String = "127.0.0.1") -> CGIResponse {
+        answer {
+            try inbox.respond(to: CGIRequest(method: "GET", path: "/inbox", query: query, headers: ["X-User-Key": "u1"],
+                                             environment: ["REMOTE_ADDR": address]))
+        }
+    }
+
+    /// Holds `count` of the box's places as other processes would, the
+    /// first `count` named for `address`; closed at the end of `body`.
+    func holding(_ count: Int, for address: String, _ body: () throws -> Void) throws {
+        try data.write("", to: ".locks/keep")
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        for n in 0..<count {
+            let fd = open(data.file(".locks/waiting.\(n).lock"), O_RDWR | O_CREAT, 0o600)
+            #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+            #expect(pwrite(fd, address, address.utf8.count, 0) == address.utf8.count)
+            held.append(fd)
+        }
+        try body()
     }
 
     func write(_ id: String, device: String) -> CGIResponse {
@@ -174,5 +192,41 @@ import Testing
         #expect(response.header("Retry-After") == "5")
         #expect(String(decoding: response.body, as: UTF8.self)
             == #"{"error": "too many requests are waiting for changes (48 at once on this server); retry after 5 seconds"}"#)
+    }
+
+    @Test func anAddressPastItsShareAnswers429NamingTheShareAndTheSetting() throws {
+        _ = write("a", device: "mirror")
+        let anchor = try #require(try JSONParser.parse(feed("").body).objectValue?["anchor"]?.stringValue)
+        try holding(4, for: "192.168.1.23") {
+            let response = feed("anchor=\(anchor)&wait=30", from: "192.168.1.23")
+            #expect(response.status == 429)
+            #expect(response.header("Retry-After") == "5")
+            #expect(String(decoding: response.body, as: UTF8.self) == #"{"error": "too many waiting requests from this "#
+                + #"address: 4 already wait for changes, its share of the server's 48 places (MOCKCLOUD_WAITS_PER_ADDRESS); "#
+                + #"retry after 5 seconds, or end a wait it no longer needs"}"#)
+            // Another address waits, and the settings route counts the same places.
+            #expect(feed("anchor=\(anchor)&wait=1", from: "192.168.1.24").status == 200)
+            let settings = answer {
+                try self.settings.respond(to: CGIRequest(method: "GET", path: "/user/settings", query: "wait=30",
+                                                         headers: ["X-User-Key": "u1", "If-None-Match": "*"],
+                                                         environment: ["REMOTE_ADDR": "192.168.1.23"]))
+            }
+            #expect(settings.status == 429)
+        }
+        // A share of one says so in the singular.
+        try holding(1, for: "192.168.1.25") {
+            let one = WaitHost(allow: { _ in }, answerPaths: { [] }, perAddress: 1)
+            var config = InboxSettings()
+            config.minimumFreeBytes = 0
+            let response = answer {
+                try InboxRoute(dataRoot: data.path, settings: config, waiting: one).respond(to: CGIRequest(
+                    method: "GET", path: "/inbox", query: "anchor=\(anchor)&wait=30", headers: ["X-User-Key": "u1"],
+                    environment: ["REMOTE_ADDR": "192.168.1.25"]))
+            }
+            #expect(response.status == 429)
+            #expect(String(decoding: response.body, as: UTF8.self).contains("this address: 1 already waits for changes"))
+        }
+        // Its places free again, the address waits.
+        #expect(feed("anchor=\(anchor)&wait=1", from: "192.168.1.23").status == 200)
     }
 }

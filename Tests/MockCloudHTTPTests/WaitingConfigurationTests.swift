@@ -9,8 +9,10 @@ import Testing
 /// The facts a waiting request rests on, held to their one home
 /// (`Capacity`): fcgiwrap's process count in the launcher and in the
 /// package's unit drop-in, nginx's per-address cap, room for one address's
-/// requests beside every wait, and nginx waiting for an answer longer than
-/// the longest wait plus the programs' own time limit.
+/// requests beside every wait, nginx waiting for an answer longer than the longest wait
+/// plus the programs' own time limit, nginx telling a waiting program that
+/// its client left, and the launcher checking the per-address share as the
+/// programs do.
 @Suite struct WaitingConfigurationTests {
     /// The number after `-c` on the fcgiwrap command line in `text`.
     static func processes(in text: String, command: String) throws -> Int {
@@ -42,5 +44,18 @@ import Testing
         let seconds = try #require(Int(line.split(separator: " ").last!.dropLast(2)))  // "90s;"
         #expect(seconds > WireLimits.waitSeconds.upperBound + Int(CGIProgram.timeLimitSeconds))
         #expect(locations.contains("no answer within \(seconds) seconds"))
+    }
+
+    @Test func nginxClosesTheProgramsConnectionWhenTheClientGoes() throws {
+        let locations = try repositoryFile("nginx/mockcloud-locations.conf")
+        let lines = locations.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(lines.filter { $0.hasPrefix("fastcgi_ignore_client_abort") } == ["fastcgi_ignore_client_abort off;"])
+    }
+
+    @Test func theLauncherRefusesTheShareTheProgramsRefuse() throws {
+        let launcher = try repositoryFile("nginx/mockcloud-nginx.sh")
+        #expect(launcher.contains("10#$WAITS_PER_ADDRESS >= 1 && 10#$WAITS_PER_ADDRESS <= \(Capacity.waitingAtOnce)"))
+        #expect(launcher.contains("must be from 1 to \(Capacity.waitingAtOnce) (the box's places for waiting requests)"))
+        #expect(ServiceConfig.defaultWaitsPerAddress <= Capacity.waitingAtOnce)
     }
 }

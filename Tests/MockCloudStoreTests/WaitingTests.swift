@@ -5,6 +5,7 @@ import MockCloudJSON
 import MockCloudSystem
 import MockCloudTestSupport
 import MockCloudWire
+import Synchronization
 import Testing
 
 /// Reads that wait for a change (docs/API.md §3, §4 `wait`): the feed and
@@ -32,10 +33,29 @@ import Testing
     }
 
     /// The box's places for waiting requests, as a deployment might give them.
-    static let places = 6
+    static let places = 12
 
-    /// `seconds` from now, nobody watching the answer.
-    func limit(_ seconds: Int) -> WaitLimit { WaitLimit(seconds: seconds, output: nil, places: Self.places) }
+    /// `seconds` from now, nobody watching the answer; counted in `share` when given.
+    func limit(_ seconds: Int, share: WaitShare? = nil) -> WaitLimit {
+        WaitLimit(seconds: seconds, places: Self.places, share: share)
+    }
+
+    /// Takes place `n` as another process would, named for `address`
+    /// (written only, not held, when `held` is false: a process that ended).
+    func place(_ n: Int, for address: String, held: Bool = true) -> Int32 {
+        let fd = open(data.file(".locks/waiting.\(n).lock"), O_RDWR | O_CREAT, 0o600)
+        if held { #expect(flock(fd, LOCK_EX | LOCK_NB) == 0) }
+        _ = ftruncate(fd, 0)
+        #expect(pwrite(fd, address, address.utf8.count, 0) == address.utf8.count)
+        return fd
+    }
+
+    /// An inbox with one message and the anchor after it.
+    func inboxWithAnAnchor() throws -> (InboxStore, Anchor) {
+        let inbox = store()
+        try Self.put(inbox, "a")
+        return (inbox, try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor)
+    }
 
     /// Runs `change` on another thread after `delay` seconds.
     func later(_ delay: Double, _ change: @escaping @Sendable () throws -> Void) {
@@ -232,5 +252,97 @@ import Testing
         #expect(try inbox.changes(after: nil, limit: 10, excludingSource: nil, waiting: limit(30)).messages.count == 1)
         close(held.removeLast())
         #expect(try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(1)).messages.isEmpty)
+    }
+
+    @Test func anAddressHoldingItsShareIsRefusedAtOnceAndAnotherAddressStillWaits() throws {
+        try data.write("", to: ".locks/keep")
+        let held = (0..<4).map { place($0, for: "10.0.0.7") }
+        defer { for fd in held { close(fd) } }
+        let (inbox, anchor) = try inboxWithAnAnchor()
+        let share = WaitShare(address: "10.0.0.7", places: 4)
+        #expect(throws: WaitError.addressHoldsItsShare(share)) {
+            _ = try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(30, share: share))
+        }
+        // A larger share, another address, or none counted: the wait takes a place.
+        for other in [WaitShare(address: "10.0.0.7", places: 5), WaitShare(address: "10.0.0.8", places: 4), nil] {
+            #expect(try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(1, share: other)).messages.isEmpty)
+        }
+        // Changes already there answer without a place, as for the box's total.
+        #expect(try inbox.changes(after: nil, limit: 10, excludingSource: nil, waiting: limit(30, share: share)).messages.count == 1)
+    }
+
+    @Test func onlyPlacesStillHeldCountForTheirAddress() throws {
+        try data.write("", to: ".locks/keep")
+        // Three held for the address, and places it held once, whose processes ended.
+        let held = (0..<3).map { place($0, for: "fe80::1") }
+        let ended = (3..<9).map { place($0, for: "fe80::1", held: false) }
+        // An address that begins with this one's text is another address.
+        let longer = place(9, for: "fe80::10")
+        defer { for fd in held + ended + [longer] { close(fd) } }
+        let (inbox, anchor) = try inboxWithAnAnchor()
+        let share = WaitShare(address: "fe80::1", places: 4)
+        let key = self.key
+        let root = data.path
+        // The fourth place is free for it: it waits, and holds the place under its name while it does.
+        let named = DispatchSemaphore(value: 0)
+        later(0) {
+            // The names of the places held, until the waiter's is among them.
+            for _ in 0..<500 {
+                let names = (0..<Self.places).compactMap { n -> String? in
+                    let fd = open(root + "/.locks/waiting.\(n).lock", O_RDWR)
+                    defer { close(fd) }
+                    guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) != 0 else { return nil }
+                    var buffer = [UInt8](repeating: 0, count: 64)
+                    return String(decoding: buffer[0..<max(0, pread(fd, &buffer, 64, 0))], as: UTF8.self)
+                }
+                if names.sorted() == ["fe80::1", "fe80::1", "fe80::1", "fe80::1", "fe80::10"] {
+                    named.signal()
+                    break
+                }
+                usleep(20_000)
+            }
+            var settings = InboxSettings()
+            settings.minimumFreeBytes = 0
+            try Self.put(InboxStore(root: root, key: key, settings: settings), "b")
+        }
+        let page = try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(30, share: share))
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["b"])
+        #expect(named.wait(timeout: .now() + 5) == .success)
+    }
+
+    @Test func waitsStartedTogetherFromOneAddressGetExactlyItsShare() throws {
+        let (inbox, anchor) = try inboxWithAnAnchor()
+        let share = WaitShare(address: "192.168.1.50", places: 4)
+        let outcomes = Outcomes()
+        let group = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        for _ in 0..<10 {
+            DispatchQueue.global().async(group: group) {
+                start.wait()
+                do {
+                    let page = try inbox.changes(after: anchor, limit: 10, excludingSource: nil,
+                                                 waiting: WaitLimit(seconds: 30, places: Self.places, share: share))
+                    outcomes.add(page.messages.map(\.envelope.id.rawValue).joined())
+                } catch {
+                    outcomes.add("\(error)")
+                }
+            }
+        }
+        for _ in 0..<10 { start.signal() }
+        // The refused answer at once; the four held wait for the write.
+        let refused = "\(WaitError.addressHoldsItsShare(share))"
+        let deadline = Sys.monotonicNanos() + 20_000_000_000
+        while outcomes.all.count < 6 && Sys.monotonicNanos() < deadline { usleep(20_000) }
+        #expect(outcomes.all == Array(repeating: refused, count: 6))
+        try Self.put(inbox, "b")
+        #expect(group.wait(timeout: .now() + 20) == .success)
+        #expect(outcomes.all == Array(repeating: refused, count: 6) + Array(repeating: "b", count: 4))
+    }
+
+    /// What concurrent waits ended with, in the order they ended.
+    final class Outcomes: Sendable {
+        private let list = Mutex<[String]>([])
+        func add(_ outcome: String) { list.withLock { $0.append(outcome) } }
+        var all: [String] { list.withLock { $0 } }
     }
 }

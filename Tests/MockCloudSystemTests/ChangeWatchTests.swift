@@ -93,7 +93,50 @@ import Testing
         let reader = ends[0]
         Self.later(0.1) { close(reader) }
         let started = Sys.monotonicNanos()
-        #expect(try watch.sleep(until: Self.inSeconds(5), watching: FileDescriptor(rawValue: ends[1])) == .abandoned)
+        #expect(try watch.sleep(until: Self.inSeconds(5), watching: [FileDescriptor(rawValue: ends[1])]) == .abandoned)
         #expect(Sys.monotonicNanos() - started < 3_000_000_000)
+    }
+
+    /// A CGI program's connection to the server (fcgiwrap's, inherited): the
+    /// server closing it, as nginx does when the client goes away, ends the
+    /// sleep; the answer's pipe, still open beside it, does not hold it.
+    @Test func theServerClosingTheConnectionEndsTheSleep() throws {
+        let dir = try TemporaryDirectory()
+        var watch = try ChangeWatch()
+        defer { watch.close() }
+        try watch.follow(dir.file("x.json"), under: dir.path)
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        var answer: [Int32] = [0, 0]
+        #expect(pipe(&answer) == 0)
+        defer { close(pair[1]); close(answer[0]); close(answer[1]) }
+        let server = pair[0]
+        Self.later(0.1) { close(server) }
+        let paths = [FileDescriptor(rawValue: answer[1]), FileDescriptor(rawValue: pair[1])]
+        #expect(try watch.sleep(until: Self.inSeconds(30), watching: paths) == .abandoned)
+    }
+
+    @Test func aConnectionWhosePeerOnlyStopsSendingEndsTheSleepToo() throws {
+        let dir = try TemporaryDirectory()
+        var watch = try ChangeWatch()
+        defer { watch.close() }
+        try watch.follow(dir.file("x.json"), under: dir.path)
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]); close(pair[1]) }
+        let server = pair[0]
+        Self.later(0.1) { _ = shutdown(server, Int32(SHUT_WR)) }
+        #expect(try watch.sleep(until: Self.inSeconds(30), watching: [FileDescriptor(rawValue: pair[1])]) == .abandoned)
+    }
+
+    @Test func aQuietConnectionDoesNotEndTheSleep() throws {
+        let dir = try TemporaryDirectory()
+        var watch = try ChangeWatch()
+        defer { watch.close() }
+        try watch.follow(dir.file("x.json"), under: dir.path)
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]); close(pair[1]) }
+        #expect(try watch.sleep(until: Self.inSeconds(0.3), watching: [FileDescriptor(rawValue: pair[1])]) == .timedOut)
     }
 }

@@ -191,6 +191,31 @@ stop_server() {
     wait "$1" 2>/dev/null || true
 }
 
+# held NAME PATH [curl options]: a request in the background (a wait, say)
+# whose status and seconds land in $WORK/NAME.status once it is answered
+# (empty until then), its headers and body in $WORK/NAME.{headers,body};
+# HELD_NAME is its curl's PID. `collect NAME` waits for it and sets
+# HELD_STATUS (000: no answer) and HELD_SECONDS; the runner stops any left.
+held() {
+    local name="$1" path="$2"
+    shift 2
+    curl -s "${TLS_TRUST[@]}" --noproxy '*' --max-time 100 -D "$WORK/$name.headers" -o "$WORK/$name.body" \
+        -w '%{http_code} %{time_total}\n' "$@" -- "$BASE$path" >"$WORK/$name.status" 2>/dev/null &
+    SERVER_PIDS+=("$!")
+    eval "HELD_$name=$!"
+}
+collect() {
+    local pid
+    eval "pid=\$HELD_$1"
+    wait "$pid" 2>/dev/null
+    read -r HELD_STATUS HELD_SECONDS <"$WORK/$1.status" || HELD_STATUS=000
+}
+# answered NAME: true once the held request NAME has its answer.
+answered() { [[ -s "$WORK/$1.status" ]]; }
+
+# An anchor from a JSON page on stdin.
+anchor_of() { python3 -c 'import json,sys; print(json.load(sys.stdin)["anchor"])'; }
+
 # json_of_size N FILE: a valid JSON object of exactly N bytes.
 json_of_size() {
     python3 -c '

@@ -25,12 +25,24 @@ local CA (no -k anywhere, this suite's own reads included):
   and a pull through the cutting relay (retried), a 410 after compaction,
   settings 409 and 412, a certificate from another CA and one for another
   name refused, and a request cancelled while the server holds its answer
-  (it returns before the server answers, its connection closed).
+  (it returns before the server answers, its connection closed);
   URLSession on Linux trusts the system's store, so those runs see a
   private mount namespace whose /etc/ssl/certs holds the box's CA alone
   (`unshare -m` and a bind mount as root, `unshare -rm` otherwise); outside
   it, and with a second CA beside the box's, URLSessionTransport refuses
   to start.
+- SyncEngine over both transports (Tests/client/engine.py): killed with -9
+  at many points of enqueue, editSettings and run, then nothing
+  acknowledged lost and nothing applied twice in its store; two phones'
+  offline edits; a damaged state file; a second engine on one directory;
+  the box away and back.
+
+- `push DIR --watch` (Tests/client/watch.py): a burst of 1,000 files with
+  the watcher SIGKILLed in the middle and started again, a version bump
+  written in place, a deletion with --delete, a half-written file held
+  back until closed, the stack stopped and started again under it (no
+  restart of the watcher), SIGTERM ending it with exit 0, and its system
+  calls under strace within the unit's SystemCallFilter.
 
 After each, the pushed folder and the pulled folder must equal the server's
 state: every id once, no extra, every body and version right.
@@ -61,7 +73,9 @@ from inbox_http import InboxHTTP  # noqa: E402
 from samples import sample  # noqa: E402
 from stack import Stack  # noqa: E402
 from suite import Checks  # noqa: E402
+import engine  # noqa: E402  (beside this file)
 import waiting  # noqa: E402  (beside this file)
+import watch  # noqa: E402  (beside this file)
 
 TOOL = os.environ.get("MOCKCLOUD_SYNC_BIN") or os.path.join(REPO, ".build", "release", "mockcloud-sync")
 ADMIN = os.path.join(REPO, "cgi-bin", "mockcloud-admin")
@@ -209,8 +223,13 @@ class Library:
             self.stores[certificates] = directory
         return self.stores[certificates]
 
-    def command(self, command, box_url, ca, key, *args, trusting=None, namespace=True):
-        cmd = [LIBRARY, "--transport", self.transport, command, box_url, ca, key, *args]
+    def command(self, command, box_url, ca, key, *args, trusting=None, namespace=True, device=None, attempts=None):
+        """`device`: its X-Device-Id (bench-1 by default); `attempts`: a
+        retry policy of that many attempts, 0.2 to 2 s apart."""
+        cmd = [LIBRARY, "--transport", self.transport]
+        cmd += ["--device", device] if device else []
+        cmd += ["--attempts", str(attempts)] if attempts else []
+        cmd += [command, box_url, ca, key, *args]
         if self.transport == "urlsession" and namespace:
             unshare = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-r", "-m"]
             cmd = unshare + ["sh", "-c", 'mount --bind "$0" /etc/ssl/certs && exec "$@"',
@@ -331,6 +350,14 @@ def transport_checks(checks, work, box, compacting, transport):
 
     # Follows of the feed and the settings with waits (Tests/client/waiting.py).
     waiting.library_checks(checks, lib, box, t)
+
+    # SyncEngine (Tests/client/engine.py): kill -9 anywhere, two phones, the
+    # state directory damaged and held, the box away (a stack of its own).
+    away = Box(work, f"engine-away-{t}")
+    try:
+        engine.checks_for(checks, lib, box, away, t, work)
+    finally:
+        away.stop()
 
     # Cancellation: the server holds its answer; the task is cancelled once the request is in.
     holder = HoldingServer(os.path.join(box.stack.run, "tls", "cert.pem"), os.path.join(box.stack.run, "tls", "key.pem"))
@@ -653,6 +680,12 @@ def main():
         boxes.append(waits)
         waiting.faults(waits, checks)
         waiting.follow_checks(waits, checks, TOOL)
+
+        # The mirror's watcher (Tests/client/watch.py), on a stack of its own
+        # that it stops and starts.
+        watched = Box(work, "watch")
+        boxes.append(watched)
+        watch.watch_checks(checks, watched, TOOL, work, folder_state, differences)
     finally:
         for b in boxes:
             b.stop()

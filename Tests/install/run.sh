@@ -8,7 +8,9 @@
 # enable command, nginx and fcgiwrap started as their units would (fcgiwrap
 # from the installed unit files and the package's drop-in, read by
 # start_unit.py: www-data, /run/fcgiwrap.socket, 64 processes; nginx's
-# workers as www-data), the waiting cases (8 waits held open), the
+# workers as www-data), the waiting cases (8 waits held open; three
+# addresses asking 16 waits each held to their share, a client that leaves
+# freeing its place), the
 # acceptance suite's settings and inbox cases through TLS with --cacert (no
 # -k), nothing served as root, an upgrade to a rebuilt higher version that
 # keeps the data and an edited conffile, doctor healthy, then a broken

@@ -67,10 +67,10 @@ fcgiwraps="$(for p in /proc/[0-9]*; do [[ "$(cat "$p/comm" 2>/dev/null)" == fcgi
 echo "   fcgiwrap processes: $fcgiwraps"
 check [ "$fcgiwraps" -ge 65 ]    # the parent and -c 64
 
-say "the acceptance suite's settings, inbox and waiting cases (8 waits held open, an ordinary request prompt beside them), through TLS with --cacert (no -k)"
+say "the acceptance suite's settings, inbox and waiting cases (8 waits held open, an ordinary request prompt beside them; three addresses asking 16 waits each get their share, a fourth's wait is held and answered; a client that leaves frees its place), through TLS with --cacert (no -k)"
 MOCKCLOUD_TEST_BASE=https://127.0.0.1:8443 MOCKCLOUD_TEST_CACERT="$ca" MOCKCLOUD_TEST_DATA="$ROOT/var/lib/mockcloud" \
     "$REPO/Tests/acceptance/run.sh" "$REPO/Tests/acceptance/cases/settings.sh" "$REPO/Tests/acceptance/cases/inbox.sh" \
-    "$REPO/Tests/acceptance/cases/waiting.sh" >"$WORK/acceptance.out" 2>&1
+    "$REPO/Tests/acceptance/cases/waiting.sh" "$REPO/Tests/acceptance/cases/waitshare.sh" >"$WORK/acceptance.out" 2>&1
 acceptance=$?
 grep -E 'slowest of 5|passed, ' "$WORK/acceptance.out"
 grep '^FAIL' -A3 "$WORK/acceptance.out"

@@ -4,7 +4,9 @@
 # (layout, modes, static stripped programs, conffiles, Depends), then runs
 # its maintainer scripts against an unpacked copy (DPKG_ROOT, as dpkg --root
 # does): configure twice (idempotent: keys, CA and data kept), remove (data
-# kept), purge (configuration and data gone). make test-install does the
+# kept), purge (configuration and data gone). Then the devices' package,
+# mockcloud-sync: its layout, the mirror box's unit (systemd-analyze verify
+# and security) and its maintainer scripts. make test-install does the
 # real thing in a clean Debian root.
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -96,5 +98,67 @@ ln -s /etc/nginx/sites-available/mockcloud "$ROOTDIR/etc/nginx/sites-enabled/moc
 [[ ! -e "$ROOTDIR/etc/mockcloud" && ! -e "$ROOTDIR/var/lib/mockcloud" ]] || fail "purge left /etc/mockcloud or /var/lib/mockcloud"
 [[ ! -L "$ROOTDIR/etc/nginx/sites-enabled/mockcloud" ]] || fail "purge left the enabled site"
 "$ROOTDIR/DEBIAN/postrm" purge >/dev/null 2>&1 || fail "a second purge failed"
+unset DPKG_ROOT
+
+it "make deb's second package, mockcloud-sync: the tool, the mirror's unit, an example configuration, Depends adduser"
+MOCKCLOUD_DIST="$WORK" "$REPO/packaging/build-sync-deb.sh" >"$WORK/sync-build.out" 2>&1 || fail "build: $(cat "$WORK/sync-build.out")"
+SYNC_DEB="$WORK/mockcloud-sync_${VERSION}_amd64.deb"
+dpkg-deb -c "$SYNC_DEB" | awk '{ print $1, $2, $6 }' >"$WORK/sync-contents"
+for want in "-rwxr-xr-x root/root ./usr/bin/mockcloud-sync" \
+    "-rw-r--r-- root/root ./lib/systemd/system/mockcloud-sync-push@.service" \
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud-sync/examples/push.conf" \
+    "-rw-r--r-- root/root ./usr/share/doc/mockcloud-sync/copyright"; do
+    grep -qxF -- "$want" "$WORK/sync-contents" || fail "missing: $want"
+done
+dpkg-deb -f "$SYNC_DEB" Depends | grep -q '\badduser\b' || fail "Depends: $(dpkg-deb -f "$SYNC_DEB" Depends)"
+SYNC_ROOT="$WORK/sync-root"
+dpkg-deb -x "$SYNC_DEB" "$SYNC_ROOT"
+dpkg-deb -e "$SYNC_DEB" "$SYNC_ROOT/DEBIAN"
+[[ -x "$SYNC_ROOT/DEBIAN/postinst" && -x "$SYNC_ROOT/DEBIAN/postrm" ]] || fail "no postinst or postrm"
+UNIT="$SYNC_ROOT/lib/systemd/system/mockcloud-sync-push@.service"
+
+it "the unit runs push FOLDER --watch for the folder its instance names, with the configuration's box, CA, key and device"
+grep -qx 'ExecStart=/usr/bin/mockcloud-sync push %f --watch --url ${MOCKCLOUD_SYNC_URL} --ca ${MOCKCLOUD_SYNC_CA} --user-key ${MOCKCLOUD_SYNC_USER_KEY} --device-id ${MOCKCLOUD_SYNC_DEVICE_ID} $MOCKCLOUD_SYNC_OPTIONS' "$UNIT" ||
+    fail "ExecStart: $(grep ExecStart "$UNIT")"
+for want in 'EnvironmentFile=/etc/mockcloud-sync/push.conf' 'EnvironmentFile=-/etc/mockcloud-sync/%i.conf' \
+    'After=network-online.target' 'Wants=network-online.target' 'Restart=on-failure' 'RestartPreventExitStatus=2 4 6' \
+    'User=mockcloud-sync' 'ReadWritePaths=-%f' 'ProtectSystem=strict' 'NoNewPrivileges=yes'; do
+    grep -qxF -- "$want" "$UNIT" || fail "no $want"
+done
+for name in URL CA USER_KEY DEVICE_ID OPTIONS; do
+    grep -q "^MOCKCLOUD_SYNC_$name=" "$SYNC_ROOT/usr/share/doc/mockcloud-sync/examples/push.conf" ||
+        fail "the example configuration has no MOCKCLOUD_SYNC_$name"
+done
+
+it "systemd-analyze verify finds nothing to say of an instance, and security rates its exposure at most 2.0 (1.4 now)"
+if ! command -v systemd-analyze >/dev/null; then
+    fail "no systemd-analyze (packaging/deps.sh test installs systemd)"
+else
+    # The targets and slices the unit names, from this system, beside it.
+    cp -n /lib/systemd/system/*.target /lib/systemd/system/*.slice "$SYNC_ROOT/lib/systemd/system/" 2>/dev/null
+    instance="mockcloud-sync-push@$(systemd-escape --path /srv/mirror/scans).service"
+    out="$(systemd-analyze verify --root="$SYNC_ROOT" "$instance" 2>&1)" && [[ -z "$out" ]] || fail "verify: $out"
+    out="$(systemd-analyze security --offline=yes --root="$SYNC_ROOT" --threshold=20 "$instance" 2>&1)" ||
+        fail "security: $(grep -E 'exposure|✗' <<<"$out" | head -20)"
+fi
+
+it "postinst makes the system user once (adduser --system) and /etc/mockcloud-sync; purge removes the configuration"
+STUBS="$WORK/stubs"
+mkdir -p "$STUBS"
+printf '#!/bin/sh\n[ "$1 $2" = "passwd mockcloud-sync" ] && [ -e "%s/user-made" ]\n' "$WORK" >"$STUBS/getent"
+printf '#!/bin/sh\necho "$*" >>"%s/adduser-calls"\ntouch "%s/user-made"\n' "$WORK" "$WORK" >"$STUBS/adduser"
+chmod 0755 "$STUBS/getent" "$STUBS/adduser"
+for _ in 1 2; do
+    DPKG_ROOT="$SYNC_ROOT" PATH="$STUBS:$PATH" "$SYNC_ROOT/DEBIAN/postinst" configure >"$WORK/sync-postinst.out" 2>&1 ||
+        fail "postinst: $(cat "$WORK/sync-postinst.out")"
+done
+[[ "$(cat "$WORK/adduser-calls" 2>/dev/null)" == "--system --group --no-create-home --home /nonexistent --gecos MockCloud sync (mockcloud-sync-push@.service) mockcloud-sync" ]] ||
+    fail "adduser calls: $(cat "$WORK/adduser-calls" 2>/dev/null)"
+[[ "$(stat -c '%U %a' "$SYNC_ROOT/etc/mockcloud-sync" 2>&1)" == "root 755" ]] || fail "/etc/mockcloud-sync: $(stat -c '%U %a' "$SYNC_ROOT/etc/mockcloud-sync" 2>&1)"
+echo "MOCKCLOUD_SYNC_URL=https://box:8443" >"$SYNC_ROOT/etc/mockcloud-sync/push.conf"
+DPKG_ROOT="$SYNC_ROOT" "$SYNC_ROOT/DEBIAN/postrm" remove >/dev/null 2>&1 || fail "postrm remove failed"
+[[ -s "$SYNC_ROOT/etc/mockcloud-sync/push.conf" ]] || fail "remove deleted the configuration"
+DPKG_ROOT="$SYNC_ROOT" "$SYNC_ROOT/DEBIAN/postrm" purge >/dev/null 2>&1 || fail "postrm purge failed"
+[[ ! -e "$SYNC_ROOT/etc/mockcloud-sync" ]] || fail "purge left /etc/mockcloud-sync"
 
 summary

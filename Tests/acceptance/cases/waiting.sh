@@ -1,27 +1,9 @@
 # Waiting for a change (docs/API.md §3, §4 `wait`) and the query rules of
 # §2, through nginx + fcgiwrap + TLS. Also run against the installed package
 # (Tests/install/scenario.sh): it holds 8 waits open and checks that the
-# box still answers an ordinary request promptly.
+# box still answers an ordinary request promptly. `held` and `collect` are
+# the runner's (Tests/acceptance/run.sh).
 
-# held NAME PATH [curl options]: a request in the background whose status,
-# seconds and body land in $WORK/NAME.{status,body}; `collect NAME` waits for it.
-held() {
-    local name="$1" path="$2"
-    shift 2
-    curl -s "${TLS_TRUST[@]}" --noproxy '*' --max-time 100 -o "$WORK/$name.body" \
-        -w '%{http_code} %{time_total}\n' "$@" -- "$BASE$path" >"$WORK/$name.status" 2>/dev/null &
-    HELD_PIDS+=("$!")
-    eval "HELD_$name=$!"
-}
-HELD_PIDS=()
-collect() {
-    local pid
-    eval "pid=\$HELD_$1"
-    wait "$pid" 2>/dev/null
-    read -r HELD_STATUS HELD_SECONDS <"$WORK/$1.status" || HELD_STATUS=000
-}
-# An anchor from a JSON page on stdin.
-anchor_of() { python3 -c 'import json,sys; print(json.load(sys.stdin)["anchor"])'; }
 # Whole seconds as a number bash compares: "1.234" -> 1234 (milliseconds).
 ms() { python3 -c 'import sys; print(int(float(sys.argv[1]) * 1000))' "$1"; }
 
@@ -120,8 +102,10 @@ expect 200 GET '/user/settings?wait=30' -H 'X-User-Key: lp-new'
 ((SECONDS - started < 10)) || fail "it waited $((SECONDS - started)) s"
 
 it "8 waits held open leave an ordinary request prompt"
+# From 8 addresses (127.0.0.11-18): one address holds at most its share of
+# the waits (cases/waitshare.sh).
 for i in 1 2 3 4 5 6 7 8; do
-    held "busy$i" "/user/settings?wait=20" -H "X-User-Key: lp-busy$i" -H 'If-None-Match: *'
+    held "busy$i" "/user/settings?wait=20" --interface "127.0.0.$((10 + i))" -H "X-User-Key: lp-busy$i" -H 'If-None-Match: *'
 done
 sleep 1
 probe=0

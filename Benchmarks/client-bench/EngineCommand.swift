@@ -1,0 +1,197 @@
+import Dispatch
+import Foundation
+import MockCloudClient
+import MockCloudSystem
+import MockCloudWire
+
+// `client-bench [--device ID] engine URL CA KEY STATE STORE [--include-own]`:
+// a SyncEngine on the state directory STATE, its store the file STORE,
+// driven by a line per command on stdin (Tests/client/engine.py kills it
+// anywhere in them; Benchmarks/engine_bench.py times it):
+//   put ID VERSION BODY   enqueue one put       {"ack": "put", "id", "version"}
+//   delete ID             enqueue a deletion    {"ack": "delete", "id"}
+//   samples FILE          enqueue FILE's ID VERSION BODY lines in one call
+//                                               {"ack": "samples", "count"}
+//   edit AT MEMBERS       editSettings(MEMBERS, at: AT)   {"ack": "edit", "at"}
+//   run                   run() in a task; when it ends {"run": "cancelled" | "failed", "error"}
+//   stop                  that task cancelled and awaited
+//   sync                  syncNow()                          {"ack": "sync"}
+//   pending               {"pending": {"uploads", "settings"}}
+//   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
+// Each event is a line {"event": kind, "t": wall-clock seconds, ...}. EOF
+// ends it (the run cancelled first). Output lines are written whole, one
+// at a time.
+
+/// Lines to stdout, one whole line at a time from any task.
+final class Output: @unchecked Sendable {
+    private let lock = NSLock()
+    func line(_ text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        say(text)
+    }
+}
+
+/// The store an engine follows into: a file replaced atomically with each
+/// page (AtomicFile: temporary, fsync, rename, folder fsync), holding the
+/// anchor, each message (`m ID VERSION SEQ BODY`) and the record of every
+/// application (`a ID SEQ full|incremental`), so a test can tell a change
+/// applied twice from one applied once.
+actor FileStore: ChangeApplier {
+    let path: String
+    private var anchor: Anchor?
+    private var messages: [MessageID: (version: Int64, seq: Int64, body: JSONText)] = [:]
+    private var record: [String] = []
+
+    init(path: String) throws {
+        self.path = path
+        guard let bytes = try Sys.readFile(path) else { return }
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 4).map { String(decoding: $0, as: UTF8.self) }
+            switch fields.first {
+            case "anchor": anchor = fields.count == 2 ? Anchor(fields[1]) : nil
+            case "m":
+                guard fields.count == 5, let id = MessageID(fields[1]), let version = Int64(fields[2]), let seq = Int64(fields[3])
+                else { throw ClientError.local("\(path): a line that is not m ID VERSION SEQ BODY") }
+                messages[id] = (version, seq, try JSONText(validating: fields[4]))
+            case "a": record.append(String(decoding: line, as: UTF8.self))
+            default: throw ClientError.local("\(path): a line that is not anchor, m or a")
+            }
+        }
+    }
+
+    func savedAnchor() async throws -> Anchor? { anchor }
+
+    func apply(_ changes: ChangePage, saving anchor: Anchor?) async throws {
+        var messages = self.messages
+        var record = self.record
+        let kind = changes.isFullRead ? "full" : "incremental"
+        for message in changes.messages {
+            guard let body = message.body else { continue }
+            messages[message.id] = (message.version, message.seq, body)
+            record.append("a \(message.id) \(message.seq) \(kind)")
+        }
+        for deletion in changes.deleted {
+            messages[deletion.id] = nil
+            record.append("a \(deletion.id) \(deletion.seq) \(kind)")
+        }
+        if let live = changes.liveIDs { messages = messages.filter { live.contains($0.key) } }
+        let saved = anchor ?? self.anchor
+        var text = Array("anchor \(saved?.rawValue ?? "-")\n".utf8)
+        for (id, message) in messages.sorted(by: { $0.key < $1.key }) {
+            text += Array("m \(id) \(message.version) \(message.seq) ".utf8) + message.body.bytes + [UInt8(ascii: "\n")]
+        }
+        for line in record { text += Array((line + "\n").utf8) }
+        let slash = path.lastIndex(of: "/")!
+        try AtomicFile.write(text, to: String(path[path.index(after: slash)...]), in: String(path[..<slash]))
+        self.messages = messages
+        self.record = record
+        self.anchor = saved
+    }
+}
+
+func runEngine(_ client: BoxClient, _ options: [String]) async throws {
+    var options = options
+    guard options.count >= 2 else { throw ClientError.invalidArgument("engine needs STATE and STORE") }
+    let (state, storePath) = (URL(fileURLWithPath: options.removeFirst()), options.removeFirst())
+    var includeOwn = false
+    for option in options {
+        guard option == "--include-own" else { throw ClientError.invalidArgument("engine: unknown option \(option)") }
+        includeOwn = true
+    }
+    let store = try FileStore(path: storePath.hasPrefix("/") ? storePath : FileManager.default.currentDirectoryPath + "/" + storePath)
+    let engine = try SyncEngine(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
+    let out = Output()
+    let printer = Task {
+        for await event in engine.events { out.line(describe(event)) }
+    }
+    let (lines, feeder) = AsyncStream<String>.makeStream()
+    DispatchQueue.global().async {
+        while let line = readLine() { feeder.yield(line) }
+        feeder.finish()
+    }
+    var running: Task<Void, Never>?
+    func stop() async {
+        running?.cancel()
+        await running?.value
+        running = nil
+    }
+    for await line in lines {
+        let words = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        switch (words.first ?? "", words.count) {
+        case ("put", 4):
+            guard let id = MessageID(words[1]), let version = Int64(words[2]) else { throw ClientError.invalidArgument(line) }
+            try await engine.enqueue([.put(id, version: version, body: try JSONText(validating: words[3]))])
+            out.line(#"{"ack": "put", "id": \#(quoted(words[1])), "version": \#(version)}"#)
+        case ("delete", 2):
+            guard let id = MessageID(words[1]) else { throw ClientError.invalidArgument(line) }
+            try await engine.enqueue([.delete(id)])
+            out.line(#"{"ack": "delete", "id": \#(quoted(words[1]))}"#)
+        case ("samples", 2):
+            guard let bytes = try Sys.readFile(words[1]) else { throw ClientError.local("no \(words[1])") }
+            let items = try bytes.split(separator: UInt8(ascii: "\n")).map { line -> UploadItem in
+                let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
+                guard fields.count == 3, let id = MessageID(String(decoding: fields[0], as: UTF8.self)),
+                    let version = Int64(String(decoding: fields[1], as: UTF8.self))
+                else { throw ClientError.local("a sample line without ID VERSION BODY") }
+                return .put(id, version: version, body: try JSONText(validating: Array(fields[2])))
+            }
+            try await engine.enqueue(items)
+            out.line(#"{"ack": "samples", "count": \#(items.count)}"#)
+        case ("edit", 3...):
+            let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+            guard let at = Timestamp.parse(parts[1]) else { throw ClientError.invalidArgument("edit: \(parts[1]) is not a time stamp") }
+            try await engine.editSettings(try JSONText(validating: parts[2]), at: Date(timeIntervalSince1970: Double(at) / 1_000_000))
+            out.line(#"{"ack": "edit", "at": \#(quoted(parts[1]))}"#)
+        case ("run", 1):
+            guard running == nil else { continue }
+            running = Task {
+                do {
+                    try await engine.run()
+                } catch is CancellationError {
+                    out.line(#"{"run": "cancelled"}"#)
+                } catch {
+                    out.line(#"{"run": "failed", "error": \#(quoted("\(error)"))}"#)
+                }
+            }
+        case ("stop", 1):
+            await stop()
+        case ("sync", 1):
+            await engine.syncNow()
+            out.line(#"{"ack": "sync"}"#)
+        case ("pending", 1):
+            let pending = await engine.pending
+            out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count)}}"#)
+        case ("second", 1):
+            do {
+                _ = try SyncEngine(client: client, stateDirectory: state, store: store)
+                out.line(#"{"second": "opened"}"#)
+            } catch {
+                out.line(#"{"second": "refused", "error": \#(quoted("\(error)"))}"#)
+            }
+        default:
+            throw ClientError.invalidArgument("engine: unknown command \(String(reflecting: line))")
+        }
+    }
+    await stop()
+    printer.cancel()
+}
+
+/// An event as one JSON line.
+func describe(_ event: SyncEngine.Event) -> String {
+    func ids(_ ids: [MessageID]) -> String { "[" + ids.map { quoted($0.rawValue) }.joined(separator: ", ") + "]" }
+    var fields = [#""event": \#(quoted(event.kind.description))"#, #""t": \#(Date().timeIntervalSince1970)"#]
+    if !event.ids.isEmpty { fields.append(#""ids": \#(ids(event.ids))"#) }
+    if !event.deletedIDs.isEmpty { fields.append(#""deleted": \#(ids(event.deletedIDs))"#) }
+    if !event.refusals.isEmpty {
+        let refusals = event.refusals.map { #"{"id": \#(quoted($0.item.id.rawValue)), "status": \#($0.status), "reason": \#(quoted($0.reason))}"# }
+        fields.append(#""refused": [\#(refusals.joined(separator: ", "))]"#)
+    }
+    if !event.members.isEmpty { fields.append(#""members": [\#(event.members.map(quoted).joined(separator: ", "))]"#) }
+    if !event.keptMembers.isEmpty { fields.append(#""kept": [\#(event.keptMembers.map(quoted).joined(separator: ", "))]"#) }
+    if event.kind == .boxSettings || event.kind == .settingsMerged { fields.append(#""settings": \#(event.settings.map { "\($0.document)" } ?? "null")"#) }
+    if let error = event.error { fields.append(#""error": \#(quoted(error.description))"#) }
+    if let wait = event.retryIn { fields.append(#""retryIn": \#(seconds(wait))"#) }
+    if event.resynced { fields.append(#""resynced": true"#) }
+    return "{" + fields.joined(separator: ", ") + "}"
+}

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""`make bench-watch`: the mirror's freshness through `mockcloud-sync push
+DIR --watch`, through nginx + TLS on loopback, on a stack of the harness's
+own.
+
+    python3 Benchmarks/watch_bench.py [--samples 60] [--burst 1000]
+
+A phone's follower holds `GET /inbox?wait=30&anchor=A&exclude-source=phone-1`
+on a keep-alive connection from another address, waiting again with each
+answer's anchor; the tool watches a folder as the mirror box's unit runs it.
+
+1. Freshness of one scan: written as a hidden part file, then renamed into
+   the folder; the time from the rename to the follower's answer holding
+   it (the tool reads it, sends one bulk request, the box commits and wakes
+   the follower's waiting program), over `--samples` scans 0.3 s apart.
+   The issue's end-to-end target, to the phone's store: median <= 40 ms,
+   worst <= 150 ms.
+   Beside it, the box alone: the same one-item bulk request sent from here
+   on a warm keep-alive connection, until the follower has it; what the
+   tool adds is the difference.
+2. A burst: `--burst` scans renamed in as fast as Python can; the time
+   from the first rename to the follower holding the last, and how many
+   bulk requests the tool made of them.
+
+MOCKCLOUD_SYNC_BIN names the tool (default .build/release/mockcloud-sync).
+Writes Benchmarks/results/watch.md (README's figures are copied by hand).
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+sys.path.insert(0, HERE)
+import stack  # noqa: E402
+import suite  # noqa: E402
+from samples import sample  # noqa: E402
+
+RESULTS = os.path.join(HERE, "results", "watch.md")
+TOOL = os.environ.get("MOCKCLOUD_SYNC_BIN") or os.path.join(REPO, ".build", "release", "mockcloud-sync")
+KEY = "mirror"
+
+
+def log(*words):
+    print("watch_bench:", *words, file=sys.stderr, flush=True)
+
+
+class Follower(threading.Thread):
+    """The phone: waits on the feed, notes when each id's answer arrived."""
+
+    def __init__(self, base):
+        super().__init__(daemon=True)
+        self.conn = suite.connect(base, timeout=60, source="127.0.0.7")
+        self.arrived = {}
+        self.changed = threading.Condition()
+        self.anchor = self.read("/inbox?limit=1000")["anchor"]
+        self.stop = False
+
+    def read(self, path):
+        self.conn.request("GET", path, headers={"X-User-Key": KEY, "X-Device-Id": "phone-1"})
+        r = self.conn.getresponse()
+        raw = r.read()
+        assert r.status == 200, (r.status, raw)
+        return json.loads(raw)
+
+    def run(self):
+        while not self.stop:
+            try:
+                page = self.read("/inbox?limit=1000&wait=30&exclude-source=phone-1&anchor=" + self.anchor)
+            except (OSError, http.client.HTTPException):
+                if self.stop:
+                    return  # the stack stopped under the last wait
+                raise
+            now = time.monotonic()
+            with self.changed:
+                for message in page["messages"]:
+                    self.arrived.setdefault(message["id"], now)
+                self.anchor = page["anchor"]
+                self.changed.notify_all()
+
+    def when(self, ident, timeout=60):
+        with self.changed:
+            self.changed.wait_for(lambda: ident in self.arrived, timeout)
+            return self.arrived.get(ident)
+
+
+def rename_in(folder, ident, body):
+    """A scan as a scanner writes it; the moment of the rename."""
+    part = os.path.join(folder, "." + ident + ".json.part")
+    with open(part, "w") as f:
+        json.dump(body, f)
+    os.rename(part, os.path.join(folder, ident + ".json"))
+    return time.monotonic()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=60)
+    parser.add_argument("--burst", type=int, default=1000)
+    args = parser.parse_args()
+    if not os.access(TOOL, os.X_OK):
+        sys.exit(f"watch_bench: no {TOOL}: run make build")
+    load_before = open("/proc/loadavg").read().split()[:3]
+    work = tempfile.mkdtemp(prefix="mcwatch.")
+    folder = os.path.join(work, "scans")
+    os.makedirs(folder)
+    out = {}
+    watcher = None
+    try:
+        with stack.Stack(work, "watch") as ours:
+            ca = os.path.join(ours.run, "tls", "ca.crt")
+            watcher = subprocess.Popen([TOOL, "push", folder, "--watch", "--json", "--url", ours.base, "--ca", ca,
+                                        "--user-key", KEY, "--device-id", "mirror-1"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            lines, acknowledged = [], {}
+
+            def read_lines():
+                for line in watcher.stdout:
+                    lines.append(json.loads(line))
+                    for ident in lines[-1].get("ids", ()):
+                        acknowledged.setdefault(ident, time.monotonic())
+            threading.Thread(target=read_lines, daemon=True).start()
+            while not any(line.get("watching") for line in lines):
+                assert watcher.poll() is None, watcher.stderr.read()
+                time.sleep(0.05)
+            follower = Follower(ours.base)
+            follower.start()
+            time.sleep(0.5)
+            log("freshness, %d scans (and 5 to warm up)" % args.samples)
+            figures, tool = [], []
+            for i in range(args.samples + 5):
+                renamed = rename_in(folder, "scan-%d" % i, dict(sample(i, 1), syncVersion=1))
+                arrived = follower.when("scan-%d" % i)
+                assert arrived, "scan-%d never reached the follower" % i
+                time.sleep(0.3)
+                if i >= 5:
+                    figures.append((arrived - renamed) * 1000)
+                    tool.append((acknowledged["scan-%d" % i] - renamed) * 1000)
+            out["fresh"], out["tool"] = figures, tool
+            log("the box alone: the same bulk request from here, %d scans" % args.samples)
+            writer = suite.connect(ours.base, timeout=60, source="127.0.0.6")
+            alone = []
+            for i in range(args.samples + 5):
+                ident = "direct-%d" % i
+                body = json.dumps({"messages": [{"id": ident, "version": 1, "body": dict(sample(i, 3), syncVersion=1)}]})
+                sent = time.monotonic()
+                writer.request("POST", "/inbox:bulk", body=body, headers={
+                    "X-User-Key": KEY, "X-Device-Id": "mirror-2", "Content-Type": "application/json"})
+                answer = writer.getresponse()
+                answer.read()
+                assert answer.status == 200, answer.status
+                arrived = follower.when(ident)
+                time.sleep(0.3)
+                if i >= 5:
+                    alone.append((arrived - sent) * 1000)
+            writer.close()
+            out["alone"] = alone
+            log("a burst of %d" % args.burst)
+            before = len([line for line in lines if "ids" in line])
+            first = None
+            for i in range(args.burst):
+                renamed = rename_in(folder, "burst-%d" % i, dict(sample(i, 2), syncVersion=1))
+                first = first or renamed
+            last = follower.when("burst-%d" % (args.burst - 1), 120)
+            assert last, "the burst's last scan never reached the follower"
+            time.sleep(0.5)
+            batches = [line for line in lines if "ids" in line][before:]
+            out["burst"] = ((last - first) * 1000, len(batches), [b["sent"] for b in batches])
+            follower.stop = True
+    finally:
+        if watcher and watcher.poll() is None:
+            watcher.terminate()
+            watcher.wait(30)
+        load_after = open("/proc/loadavg").read().split()[:3]
+        shutil.rmtree(work, ignore_errors=True)
+    report = render(args, out, load_before, load_after)
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as f:
+        f.write(report)
+    print(report)
+
+
+def render(args, out, load_before, load_after):
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                            text=True).stdout.strip()
+    fresh = out["fresh"]
+    median, worst = statistics.median(fresh), max(fresh)
+    took, requests, sizes = out["burst"]
+    return "\n".join([
+        "# The mirror's freshness (`make bench-watch`)",
+        "",
+        "Measured on %s, commit `%s`: %d cores, Linux %s; load average %s before, %s after." % (
+            time.strftime("%Y-%m-%d"), commit, os.cpu_count(), os.uname().release, " ".join(load_before),
+            " ".join(load_after)),
+        "`mockcloud-sync push DIR --watch` and a phone's follower (`GET /inbox?wait=30`, http.client, keep-alive)"
+        " through nginx + TLS on loopback, the harness's stack.",
+        "",
+        "**One scan**, from its rename into the watched folder to the follower's answer holding it,"
+        " %d scans 0.3 s apart (5 more before them to warm up):" % len(fresh),
+        "",
+        "| until | median | p90 | worst | best | target (to the phone's store) |",
+        "| --- | --- | --- | --- | --- | --- |",
+        "| the follower's answer | %.1f ms | %.1f ms | %.1f ms | %.1f ms | median <= 40 ms, worst <= 150 ms: **%s** |" % (
+            median, statistics.quantiles(fresh, n=10)[8], worst, min(fresh),
+            "met" if median <= 40 and worst <= 150 else "missed"),
+        "| the tool's line for it (the box's answer, then the record synced) | %.1f ms | %.1f ms | %.1f ms | %.1f ms | |" % (
+            statistics.median(out["tool"]), statistics.quantiles(out["tool"], n=10)[8], max(out["tool"]),
+            min(out["tool"])),
+        "| the box alone: the same one-item bulk request sent from Python on a warm connection, until the follower's"
+        " answer | %.1f ms | %.1f ms | %.1f ms | %.1f ms | |" % (
+            statistics.median(out["alone"]), statistics.quantiles(out["alone"], n=10)[8], max(out["alone"]),
+            min(out["alone"])),
+        "",
+        "Each scan: " + ", ".join("%.1f" % v for v in fresh) + " ms.",
+        "",
+        "**A burst of %d scans** renamed in one after another: the last one at the follower %.0f ms after the first"
+        " rename; the tool sent them in %d bulk requests (%s items)." % (
+            args.burst, took, requests, ", ".join(map(str, sizes[:12])) + (", ..." if len(sizes) > 12 else "")),
+        "",
+    ])
+
+
+if __name__ == "__main__":
+    main()

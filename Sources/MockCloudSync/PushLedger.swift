@@ -1,0 +1,229 @@
+import MockCloudClient
+import MockCloudJSON
+import MockCloudSystem
+import MockCloudWire
+
+/// The push's memory in DIR (the ack record and the anchor) and the one
+/// pass that `push` makes once and `push --watch` makes each round: look at
+/// files, decide what the box has not acknowledged, send it in bulk, record
+/// each acknowledgement.
+struct PushLedger {
+    let client: BoxClient
+    let folder: Folder
+    let deleteMissing: Bool
+    let anchors: FileAnchorStore
+    /// id → [version, SHA-256 of the compact body] the box acknowledged
+    /// (`.mockcloud-sync-pushed`).
+    private(set) var acknowledged: [MessageID: [String]]
+    /// The anchor is missing, or older than writes this push made.
+    private(set) var anchorIsStale: Bool
+
+    /// Which files a pass looks at.
+    enum Scope: Equatable {
+        /// Every file, and (with `--delete`) every acknowledged id without one.
+        case everything
+        /// These file names (`<id>.json`): each one there, and each one gone.
+        case names(Set<String>)
+
+        static let nothing = Scope.names([])
+
+        /// What a watch reported: everything after lost events.
+        init(_ changes: FolderChanges) {
+            self = changes.overflowed ? .everything : .names(Set(changes.names.keys))
+        }
+
+        mutating func merge(_ other: Scope) {
+            if case .names(let mine) = self, case .names(let theirs) = other {
+                self = .names(mine.union(theirs))
+            } else {
+                self = .everything
+            }
+        }
+    }
+
+    init(client: BoxClient, directory: String, deleteMissing: Bool) throws {
+        self.client = client
+        folder = Folder(path: directory)
+        self.deleteMissing = deleteMissing
+        anchors = FileAnchorStore(directory: directory, name: Push.anchorName)
+        acknowledged = try folder.readState(Push.stateName)
+        anchorIsStale = try anchors.load() == nil
+    }
+
+    /// Asks the box, from the anchor the last push kept, whether it still
+    /// holds what it acknowledged. When it cannot answer from it, its 410
+    /// says why (docs/API.md §4):
+    /// - `compacted`: routine compaction dropped deletions after it. The
+    ///   inbox is the same one and still holds what it acknowledged: the
+    ///   record stands, and the anchor is renewed by reading the feed again.
+    /// - `replaced` (restored from a backup, or rebuilt), `ahead` (put back
+    ///   from an older copy), or no reason (an older server):
+    ///   acknowledgements may have been lost with it, so the record is
+    ///   dropped and every file is sent again (unchanged ones answer 200 and
+    ///   change nothing).
+    mutating func recover() async throws -> Recovery {
+        guard !acknowledged.isEmpty, case .gone(let reason) = try await client.catchUp(from: try anchors.load()) else {
+            return .none
+        }
+        try anchors.save(nil)  // renewed by a full read
+        anchorIsStale = true
+        if reason == .compacted { return .reread }
+        acknowledged = [:]
+        try folder.writeState(Push.stateName, acknowledged)
+        return .resent(reason)
+    }
+
+    /// What to send for `scope`: each file whose version and body the box
+    /// has not acknowledged, and (with `--delete`) each acknowledged id whose
+    /// file is gone. A file that cannot be read or holds no JSON object is a
+    /// problem, never an item: it is looked at again when it changes.
+    func plan(_ scope: Scope) throws(ClientError) -> PushRound {
+        var round = PushRound()
+        let names: [String]
+        switch scope {
+        case .everything: names = try folder.jsonFiles()
+        case .names(let some): names = some.sorted()
+        }
+        var present: Set<MessageID> = []
+        var gone: [MessageID] = []
+        for name in names {
+            guard let id = MessageID(String(name.dropLast(5))) else {
+                round.tally.problems.append("\(name): the name is not a message id (^[A-Za-z0-9._:-]{1,200}$ before .json)")
+                continue
+            }
+            let body: JSONText
+            let version: Int64
+            do {
+                guard let bytes = try folder.readIfPresent(name) else {
+                    gone.append(id)
+                    continue
+                }
+                round.files += 1
+                present.insert(id)
+                body = try JSONText(validating: bytes)
+                version = try body.version(member: "syncVersion") ?? 0
+            } catch {
+                round.tally.problems.append("\(name): \(error)")
+                continue
+            }
+            let digest = body.sha256
+            if acknowledged[id] == [String(version), digest] {
+                round.unchanged += 1
+                continue
+            }
+            round.digests[id] = digest
+            round.items.append(.put(id, version: version, body: body))
+        }
+        if scope == .everything { gone = acknowledged.keys.filter { !present.contains($0) } }
+        if deleteMissing {
+            for id in gone.sorted() where acknowledged[id] != nil { round.items.append(.delete(id)) }
+        }
+        return round
+    }
+
+    /// Sends the round's items as bulk requests and records each item the
+    /// box acknowledged, after each request's answer; `afterEach` learns of
+    /// each request once it is recorded. Throws when a request fails as a
+    /// whole after every retry (`unavailable`): what earlier requests
+    /// carried is recorded.
+    mutating func send(_ round: inout PushRound, afterEach: (PushBatch) -> Void) async throws {
+        let items = round.items
+        guard !items.isEmpty else { return }
+        anchorIsStale = true
+        var reported = Set<Int>()
+        let outcomes = try await client.upload(items) { range, outcomes in
+            reported.formUnion(range)
+            var batch = PushBatch(range: range, ids: items[range].map(\.id), tally: PushTally(sent: range.count))
+            for (item, outcome) in zip(items[range], outcomes) {
+                record(item, outcome, digest: round.digests[item.id], in: &batch.tally)
+            }
+            try folder.writeState(Push.stateName, acknowledged)
+            round.tally.add(batch.tally)
+            afterEach(batch)
+        }
+        // Items refused before sending (too large), in no request.
+        for (index, outcome) in outcomes.enumerated() where !reported.contains(index) {
+            record(items[index], outcome, digest: nil, in: &round.tally)
+        }
+    }
+
+    /// One item's outcome, into the record and `tally`.
+    private mutating func record(_ item: UploadItem, _ outcome: UploadOutcome, digest: String?, in tally: inout PushTally) {
+        switch (item.change, outcome) {
+        case (.put(let version, _), .stored):
+            acknowledged[item.id] = [String(version), digest ?? ""]
+            tally.stored += 1
+        case (.delete, .deleted):
+            acknowledged[item.id] = nil
+            tally.deleted += 1
+        case (_, .conflict(let current)):
+            tally.conflicts += 1
+            tally.problems.append("\(item.id).json: the server holds version \(current.version), newer than this file's")
+        case (_, .rejected(let status, let error)):
+            tally.problems.append("\(item.id).json: refused (\(status)): \(error)")
+        default:
+            break
+        }
+    }
+
+    /// Keeps where the feed ends now, after this push's writes, so that the
+    /// next `recover` can tell whether the box lost them. False when the
+    /// box's inbox was replaced since the last anchor (a restore while the
+    /// push ran): what it acknowledged may be gone too, so the record is
+    /// dropped and everything is to be sent again.
+    mutating func renewAnchor() async throws -> Bool {
+        switch try await client.catchUp(from: try anchors.load()) {
+        case .end(let anchor):
+            try anchors.save(anchor)
+        case .gone(.compacted):
+            guard case .end(let anchor) = try await client.catchUp(from: nil) else { return true }
+            try anchors.save(anchor)
+        case .gone:
+            acknowledged = [:]
+            try folder.writeState(Push.stateName, acknowledged)
+            try anchors.save(nil)
+            return false
+        }
+        anchorIsStale = false
+        return true
+    }
+}
+
+/// What the anchor kept from the last push told, when the server could not
+/// answer from it.
+enum Recovery: Equatable {
+    /// It answered (or there was nothing to check).
+    case none
+    /// 410 `compacted`: the feed read again for a new anchor, nothing resent.
+    case reread
+    /// 410 for another reason (nil: none given): everything sent again.
+    case resent(AnchorGone?)
+
+    var resent: Bool {
+        if case .resent = self { return true }
+        return false
+    }
+
+    /// The reason the server gave.
+    var reason: AnchorGone? {
+        switch self {
+        case .none: return nil
+        case .reread: return .compacted
+        case .resent(let reason): return reason
+        }
+    }
+
+    /// What happened, for the summary line.
+    var note: String { sentence.map { " (" + $0 + ")" } ?? "" }
+
+    /// What happened, in words; nil when the anchor answered.
+    var sentence: String? {
+        switch self {
+        case .none: return nil
+        case .reread: return "the server compacted its feed past the last push's anchor: read the feed again, nothing sent again"
+        case .resent(.replaced?): return "the server's inbox was restored from a backup or rebuilt: everything sent again"
+        case .resent(.ahead?): return "the server lost writes it had acknowledged: everything sent again"
+        case .resent: return "the server cannot answer from the last push's anchor: everything sent again"
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import MockCloudClient
+@testable import MockCloudSync
+import MockCloudSystem
+import MockCloudTestSupport
+import MockCloudWire
+import Testing
+
+/// The push's one pass as a watch's round makes it: only the names
+/// reported, a name whose file is gone a deletion when `--delete` asks and
+/// the box acknowledged it, and lost events widening a round to every file.
+@Suite struct PushLedgerTests {
+    /// A folder whose record says the box acknowledged `kept` and `gone`
+    /// (`gone.json` since removed) at version 1.
+    func folder() throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory()
+        try directory.write(#"{"syncVersion": 1}"#, to: "kept.json")
+        try directory.write(#"{"syncVersion": 2}"#, to: "newer.json")
+        let digest = try JSONText(validating: #"{"syncVersion": 1}"#).sha256
+        try directory.write("gone 1 \(digest)\nkept 1 \(digest)\n", to: Push.stateName)
+        return directory
+    }
+
+    func ledger(_ directory: TemporaryDirectory, delete: Bool) throws -> PushLedger {
+        try PushLedger(client: client(FakeServer { _, _ in .failure(.connection("no box in this test")) }),
+                       directory: directory.path, deleteMissing: delete)
+    }
+
+    @Test func aRoundLooksAtTheReportedNamesOnly() throws {
+        let directory = try folder()
+        let round = try ledger(directory, delete: true).plan(.names(["newer.json", "kept.json"]))
+        #expect(round.items.map(\.id.rawValue) == ["newer"] && round.unchanged == 1 && round.files == 2)
+    }
+
+    @Test(arguments: [true, false])
+    func aReportedFileThatIsGoneIsADeletionOnlyWithDelete(delete: Bool) throws {
+        let directory = try folder()
+        let round = try ledger(directory, delete: delete).plan(.names(["gone.json", "never-sent.json"]))
+        #expect(round.items == (delete ? [.delete(MessageID("gone")!)] : []))
+        #expect(round.files == 0 && round.tally.problems.isEmpty)
+    }
+
+    @Test func everythingIsEveryFileAndEveryAcknowledgedIdWithout() throws {
+        let directory = try folder()
+        let round = try ledger(directory, delete: true).plan(.everything)
+        #expect(round.items.map(\.id.rawValue) == ["newer", "gone"] && round.unchanged == 1)
+    }
+
+    @Test func aFileThatIsNoMessageIsAProblemNotAnItem() throws {
+        let directory = try folder()
+        try directory.write(#"{"syncVersion": 1, "weight""#, to: "half.json")
+        try directory.write("{}", to: "bad name.json")
+        let round = try ledger(directory, delete: false).plan(.names(["half.json", "bad name.json"]))
+        #expect(round.items.isEmpty && round.tally.problems.count == 2)
+        #expect(round.tally.problems[0].hasPrefix("bad name.json: the name is not a message id"))
+        #expect(round.tally.problems[1].hasPrefix("half.json: "))
+    }
+
+    @Test func lostEventsWidenARoundToEveryFile() {
+        var scope = PushLedger.Scope(FolderChanges(names: ["a.json": .complete]))
+        #expect(scope == .names(["a.json"]))
+        scope.merge(.names(["b.json"]))
+        #expect(scope == .names(["a.json", "b.json"]))
+        scope.merge(PushLedger.Scope(FolderChanges(overflowed: true)))
+        #expect(scope == .everything)
+        scope.merge(.names(["c.json"]))
+        #expect(scope == .everything)
+    }
+}

@@ -1,0 +1,391 @@
+"""SyncEngine against the real stack, for Tests/client/run.py, over one
+transport (`client-bench engine`, a SyncEngine driven a command per line):
+
+- kill -9 at many points of enqueue, editSettings and run (rounds of
+  random puts, deletions and settings edits, the engine running in most,
+  another device writing meanwhile, each round killed after a random
+  time), then a run to the end: every acknowledged change is on the box as
+  its latest acknowledged version (or a later one that was written but
+  not acknowledged), every acknowledged settings edit likewise, nothing
+  the app did not hand over, and the engine's store (its file holds the
+  record of every application) equals the box with no change applied
+  twice;
+- two phones: A edits one member offline at 10:01, B another at 10:05 and
+  comes home first, A last: both edits are on the box;
+- a damaged state file: the engine stops with an error naming the file,
+  sends nothing, and leaves the file as it was;
+- a second engine on one state directory is refused, in the same process
+  and from another; a process killed with -9 releases it;
+- the box away: the stack stopped under a running engine, changes handed
+  over meanwhile, the stack started again: the engine sends them by
+  itself, with no restart.
+
+Python 3 standard library only.
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+
+TIME_BASE = 1_779_098_400  # 2026-05-18T10:00:00Z
+
+
+def stamp(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(TIME_BASE + seconds))
+
+
+class Engine:
+    """One `client-bench engine` process: commands in, its lines (acks,
+    events, errors) collected as they come."""
+
+    def __init__(self, lib, box, key, state, store, device="phone-1", include_own=False, run=True, attempts=3):
+        args = [state, store] + (["--include-own"] if include_own else [])
+        self.proc = subprocess.Popen(lib.command("engine", box.url, box.ca, key, *args, device=device, attempts=attempts),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        if run:
+            self.send("run")
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                parsed = {"raw": line}
+            with self.lock:
+                self.lines.append(parsed)
+
+    def send(self, *commands):
+        try:
+            self.proc.stdin.write("".join(command + "\n" for command in commands))
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # killed, or ended with an error the lines hold
+
+    def seen(self):
+        with self.lock:
+            return list(self.lines)
+
+    def acks(self):
+        return [line for line in self.seen() if "ack" in line]
+
+    def events(self, kind):
+        return [line for line in self.seen() if line.get("event") == kind]
+
+    def until(self, condition, timeout=90):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            if self.proc.poll() is not None:
+                self.reader.join(5)
+                return condition()
+            time.sleep(0.02)
+        return False
+
+    def pending(self, timeout=30):
+        """{"uploads", "settings"} as the engine counts them now."""
+        before = len(self.seen())
+        self.send("pending")
+        self.until(lambda: any("pending" in line for line in self.seen()[before:]), timeout)
+        answers = [line["pending"] for line in self.seen()[before:] if "pending" in line]
+        return answers[-1] if answers else None
+
+    def drained(self, timeout=120):
+        """True once nothing is pending."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pending = self.pending()
+            if pending == {"uploads": 0, "settings": 0}:
+                return True
+            if pending is None:
+                return False
+            time.sleep(0.1)
+        return False
+
+    def kill(self):
+        try:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+        self.reader.join(10)
+
+    def close(self):
+        """EOF on stdin: the run cancelled, the process ends."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.reader.join(10)
+        return self.proc.returncode
+
+    def stderr(self):
+        try:
+            return self.proc.stderr.read()[-400:]
+        except (OSError, ValueError):
+            return ""
+
+
+def store_state(path):
+    """(id -> (version, body), [(id, seq, kind)] applications) of a FileStore."""
+    messages, applied = {}, []
+    if not os.path.exists(path):
+        return messages, applied
+    with open(path) as f:
+        for line in f:
+            fields = line.rstrip("\n").split(" ", 4)
+            if fields[0] == "m":
+                messages[fields[1]] = (int(fields[2]), json.loads(fields[4]))
+            elif fields[0] == "a":
+                applied.append((fields[1], int(fields[2]), fields[3]))
+    return messages, applied
+
+
+def allowed(changes):
+    """What the box may hold for one id (or member) after `changes`, a list
+    of (value, acknowledged), oldest first, None meaning deleted: the last
+    acknowledged value or any later one; anything, or nothing, when none
+    was acknowledged."""
+    acked = [i for i, (_, ack) in enumerate(changes) if ack]
+    if not acked:
+        return [None] + [value for value, _ in changes]
+    return [value for value, _ in changes[acked[-1]:]]
+
+
+def crash_checks(checks, lib, box, t, work, rounds=40, seed=7):
+    key = f"engine-crash-{t}"
+    state, store = os.path.join(work, f"engine-crash-{t}"), os.path.join(work, f"engine-crash-{t}.store")
+    rng = random.Random(seed + (t == "urlsession"))
+    uploads = {}   # id -> [((version, body) or None, acknowledged)]
+    edits = {}     # member -> [(value or None, acknowledged)]
+    versions = {}  # id -> last version handed out
+    mirror = {}    # another device's writes, each acknowledged by the box
+    clock = 0
+    stats = {"kills": 0, "killed while running": 0, "killed among its enqueues": 0, "acknowledged puts": 0, "acknowledged deletions": 0,
+             "acknowledged edits": 0, "changes handed over unacknowledged": 0}
+    problems = []
+    for r in range(rounds):
+        running = rng.random() < 0.75
+        engine = Engine(lib, box, key, state, store, include_own=True, run=running)
+        planned = []
+        for _ in range(rng.randint(3, 40)):
+            roll = rng.random()
+            live = [i for i, changes in uploads.items() if changes[-1][0] is not None]
+            if roll < 0.25:
+                clock += 1
+                members = {f"m{rng.randrange(5)}": (None if rng.random() < 0.15 else clock) for _ in range(rng.randint(1, 2))}
+                planned.append(("edit", members, f"edit {stamp(clock)} {json.dumps(members)}"))
+            elif roll < 0.35 and live:
+                ident = rng.choice(live)
+                planned.append(("delete", ident, f"delete {ident}"))
+            else:
+                ident = rng.choice(list(uploads)) if uploads and rng.random() < 0.5 else f"c-{len(uploads):04d}"
+                versions[ident] = versions.get(ident, 0) + 1
+                body = {"id": ident, "v": versions[ident], "pad": "p" * rng.choice([0, 50, 2000])}
+                planned.append(("put", (ident, versions[ident], body), f"put {ident} {versions[ident]} {json.dumps(body)}"))
+        places = []  # per command: the (list, index) of each change it hands over
+        for kind, what, _ in planned:
+            if kind == "edit":
+                changes = [edits.setdefault(member, []) for member in what]
+                for member, value in what.items():
+                    edits[member].append((value, False))
+                places.append([(c, len(c) - 1) for c in changes])
+            else:
+                ident = what if kind == "delete" else what[0]
+                changes = uploads.setdefault(ident, [])
+                changes.append((None if kind == "delete" else (what[1], what[2]), False))
+                places.append([(changes, len(changes) - 1)])
+        engine.send(*[command for _, _, command in planned])
+        if rng.random() < 0.3:
+            ident = f"mirror-{len(mirror):03d}"
+            status, _ = box.request("PUT", f"/inbox/{ident}", key, device="mirror-1", body={"scan": len(mirror)})
+            if status in (200, 201):
+                mirror[ident] = (0, {"scan": len(mirror)})
+        when = rng.random()
+        if when < 0.4:  # among the enqueues and edits: a few ms after the first was acknowledged
+            engine.until(lambda: engine.acks(), 30)
+            time.sleep(rng.uniform(0, 0.03))
+        else:  # during the sends, the feed's pages and the waits
+            time.sleep(rng.uniform(0.1, 0.5) if when < 0.7 else rng.uniform(0.4, 1.5))
+        engine.kill()
+        acks = engine.acks()
+        stats["kills"] += 1
+        stats["killed while running"] += running
+        stats["killed among its enqueues"] += 0 < len(acks) < len(planned)
+        for (kind, what, command), where, ack in zip(planned, places, acks):
+            if ack.get("ack") != kind or (kind == "put" and (ack.get("id"), ack.get("version")) != what[:2]):
+                problems.append(f"round {r}: {command[:60]} acknowledged as {ack}")
+                continue
+            for changes, index in where:
+                changes[index] = (changes[index][0], True)
+            stats["acknowledged " + {"edit": "edits", "delete": "deletions", "put": "puts"}[kind]] += 1
+        stats["changes handed over unacknowledged"] += len(planned) - len(acks)
+        failed = [line for line in engine.seen() if "error" in line and "event" not in line or line.get("run") == "failed"]
+        if failed:
+            problems.append(f"round {r}: {failed[:2]} {engine.stderr()}")
+
+    final = Engine(lib, box, key, state, store, include_own=True, run=True)
+    drained = final.drained()
+    truth = box.truth(key)
+    final.until(lambda: store_state(store)[0] == truth, 60)
+    messages, applied = store_state(store)
+    final.close()
+    if not drained:
+        problems.append(f"the last run did not empty the queue: {final.seen()[-3:]} {final.stderr()}")
+    for ident, changes in uploads.items():
+        held = truth.get(ident)
+        if held not in allowed(changes):
+            problems.append(f"{ident}: the box holds {str(held)[:60]}; acknowledged last: "
+                            f"{[str(v)[:40] for v, a in changes if a][-1:]}, handed over: {len(changes)}")
+    for ident in set(truth) - set(uploads) - set(mirror):
+        problems.append(f"{ident} is on the box but was never handed over")
+    for ident, value in mirror.items():
+        if truth.get(ident) != value:
+            problems.append(f"the other device's {ident} is {truth.get(ident)}")
+    status, settings = box.request("GET", "/user/settings", key)
+    document = settings if status == 200 else {}
+    for member, changes in edits.items():
+        if document.get(member) not in allowed(changes):
+            problems.append(f"settings member {member} is {document.get(member)}; its edits {changes[-4:]}")
+    if messages != truth:
+        problems.append(f"the store holds {len(messages)} messages, the box {len(truth)}: "
+                        f"{sorted(set(messages) ^ set(truth))[:5]} differ in presence, "
+                        f"{[i for i in set(messages) & set(truth) if messages[i] != truth[i]][:5]} in content")
+    seen, doubled = set(), []
+    for ident, seq, kind in applied:
+        if (ident, seq) in seen:
+            doubled.append(f"{ident} at seq {seq} ({kind})")
+        seen.add((ident, seq))
+    if doubled:
+        problems.append(f"applied twice: {doubled[:5]}")
+    figures = ", ".join(f"{v} {k}" for k, v in stats.items())
+    checks.check(f"{t}: SyncEngine killed with -9 {rounds} times in enqueue, editSettings and run ({figures}; "
+                 f"{len(truth)} messages, {len(applied)} applications): nothing acknowledged lost, "
+                 "nothing applied twice", problems)
+
+
+def two_phones(checks, lib, box, t, work):
+    key = f"engine-phones-{t}"
+    status, _ = box.request("PUT", "/user/settings", key, body={"weightCalibrationFactor": 1.0, "unitSystem": "metric",
+                                                               "heightCm": 175, "updatedAt": "2026-05-18T10:00:00Z"})
+    paths = {p: (os.path.join(work, f"engine-{p}-{t}"), os.path.join(work, f"engine-{p}-{t}.store")) for p in "ab"}
+
+    def phone(name, run):
+        return Engine(lib, box, key, *paths[name], device=f"phone-{name}", run=run)
+
+    a = phone("a", run=False)
+    a.send('edit 2026-05-18T10:01:00Z {"weightCalibrationFactor": 0.999}')
+    a_acked = a.until(lambda: a.acks())
+    a.close()
+    b = phone("b", run=False)
+    b.send('edit 2026-05-18T10:05:00Z {"unitSystem": "imperial"}', "run")
+    b_home = b.until(lambda: b.events("settingsMerged"))
+    b.close()
+    a = phone("a", run=True)
+    a_home = a.until(lambda: a.events("settingsMerged"))
+    a.close()
+    status, document = box.request("GET", "/user/settings", key)
+    got = {k: v for k, v in (document or {}).items() if k not in ("serverReceivedAt",)}
+    want = {"weightCalibrationFactor": 0.999, "unitSystem": "imperial", "heightCm": 175, "updatedAt": "20260518T100500.000000Z"}
+    checks.check(f"{t}: two phones' engines, A's edit at 10:01 and B's at 10:05 made offline, B home first and A last: "
+                 "both edits on the box", [] if a_acked and b_home and a_home and got == want
+                 else [f"A acknowledged {a_acked}, B merged {b_home}, A merged {a_home}; the box: {status} {document}",
+                       f"A: {a.seen()[-3:]} B: {b.seen()[-3:]}"])
+
+
+def state_directory_checks(checks, lib, box, t, work):
+    # A damaged journal: an error naming it, nothing sent, the file as it was.
+    key = f"engine-damaged-{t}"
+    state, store = os.path.join(work, f"engine-damaged-{t}"), os.path.join(work, f"engine-damaged-{t}.store")
+    engine = Engine(lib, box, key, state, store, run=False)
+    engine.send(*[f'put d-{n} 1 {{"n": {n}}}' for n in range(3)])
+    engine.until(lambda: len(engine.acks()) == 3)
+    engine.close()
+    journal = os.path.realpath(os.path.join(state, "journal"))
+    with open(journal, "rb") as f:
+        damaged = bytearray(f.read())
+    second_record = damaged.index(b"\n", damaged.index(b"\n") + 1) + 1
+    damaged[second_record + 25] ^= 0x01
+    with open(journal, "wb") as f:
+        f.write(damaged)
+    engine = Engine(lib, box, key, state, store, run=True)
+    code = engine.proc.wait(60)
+    engine.reader.join(10)
+    error = next((line for line in engine.seen() if "error" in line), {})
+    with open(journal, "rb") as f:
+        after = f.read()
+    checks.check(f"{t}: a damaged state file stops the engine with an error naming it; nothing is sent, the file is left as it was",
+                 [] if code == 1 and error.get("kind") == "local" and f"the sync state file {journal} is damaged at record 3" in error.get("error", "")
+                 and "Nothing was sent" in error.get("error", "") and after == bytes(damaged) and box.truth(key) == {}
+                 else [f"exit {code}: {error} {engine.stderr()}", f"file unchanged {after == bytes(damaged)}, box {len(box.truth(key))}"])
+
+    # One engine per directory: in this process, from another, released by a kill.
+    key = f"engine-held-{t}"
+    state, store = os.path.join(work, f"engine-held-{t}"), os.path.join(work, f"engine-held-{t}.store")
+    first = Engine(lib, box, key, state, store, run=True)
+    first.send("second")
+    first.until(lambda: any("second" in line for line in first.seen()))
+    second = next((line for line in first.seen() if "second" in line), {})
+    other = Engine(lib, box, key, state, store, run=False)
+    other_code = other.proc.wait(60)
+    other.reader.join(10)
+    other_error = next((line for line in other.seen() if "error" in line), {})
+    first.kill()
+    after = Engine(lib, box, key, state, store, run=False)
+    reopened = after.pending()
+    after.close()
+    where = os.path.realpath(state)
+    checks.check(f"{t}: a second engine on one state directory is refused, in the same process and from another, "
+                 "naming the directory; kill -9 of the holder releases it",
+                 [] if second.get("second") == "refused" and f"the sync state directory {where} is in use by another SyncEngine in this process"
+                 in second.get("error", "") and other_code == 1 and f"the sync state directory {where} is in use by another process"
+                 in other_error.get("error", "") and reopened == {"uploads": 0, "settings": 0}
+                 else [f"in process: {second}", f"another process: exit {other_code} {other_error} {other.stderr()}",
+                       f"after the kill: {reopened} {after.stderr()}"])
+
+
+def box_away(checks, lib, box, t, work):
+    """`box` is the suite's own for this check: stopped and started again."""
+    key = f"engine-away-{t}"
+    state, store = os.path.join(work, f"engine-away-{t}"), os.path.join(work, f"engine-away-{t}.store")
+    engine = Engine(lib, box, key, state, store, run=True)
+    engine.pending()
+    time.sleep(0.5)  # its follows waiting on the box
+    port, data = box.stack.port, box.stack.data
+    box.stack.stop()
+    engine.send(*[f'put away-{n} 1 {{"n": {n}}}' for n in range(30)], 'edit 2026-05-18T11:00:00Z {"away": true}')
+    acked = engine.until(lambda: len(engine.acks()) == 31, 60)
+    lost = engine.until(lambda: engine.events("unreachable"), 60)
+    time.sleep(1)
+    box.stack.settings.update(MOCKCLOUD_PORT=str(port), MOCKCLOUD_DATA=data)
+    box.stack.start()
+    drained = engine.drained(120)
+    truth = box.truth(key)
+    status, document = box.request("GET", "/user/settings", key)
+    alive = engine.proc.poll() is None
+    found = engine.events("reachable")
+    engine.close()
+    checks.check(f"{t}: the box away (stack stopped, 30 changes and an edit handed over, stack started again): the engine "
+                 "backs off, then sends them by itself with no restart",
+                 [] if acked and lost and drained and alive and found and len(truth) == 30 and status == 200
+                 and document.get("away") is True
+                 else [f"acknowledged {acked}, unreachable {lost}, reachable {bool(found)}, drained {drained}, "
+                       f"alive {alive}; box {len(truth)} messages, settings {status} {document}", str(engine.seen()[-4:])])
+
+
+def checks_for(checks, lib, box, away_box, t, work):
+    crash_checks(checks, lib, box, t, work)
+    two_phones(checks, lib, box, t, work)
+    state_directory_checks(checks, lib, box, t, work)
+    box_away(checks, lib, away_box, t, work)

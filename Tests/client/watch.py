@@ -1,0 +1,277 @@
+"""`mockcloud-sync push DIR --watch` against a real stack through TLS, for
+Tests/client/run.py:
+
+- a burst of 1,000 files renamed in, the watcher SIGKILLed in the middle of
+  it, started again: every file on the box at its version, what the first
+  run acknowledged not sent again;
+- a higher syncVersion written in place replaces the stored scan; with
+  --delete a removed file becomes a deletion;
+- a file half-written (open, part of it written, held) is not sent until
+  it is closed;
+- the stack stopped, files written, the watcher telling that the box does
+  not answer, more files written, the stack started again on the same
+  port: all of them sent, the watcher never restarted;
+- SIGTERM ends it with exit 0 and a last line saying what it sent;
+- under strace, watching and sending: every system call it makes is one
+  the unit's SystemCallFilter= allows, and no memory is
+  made writable and executable (MemoryDenyWriteExecute=yes), so the
+  sandbox of mockcloud-sync-push@.service, which cannot run here (no
+  systemd), never kills it.
+
+Python 3 standard library only.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+from samples import sample
+
+
+class Watcher:
+    """The tool's `push DIR --watch --json` as a process; its stdout lines
+    parsed as they come, its stderr kept."""
+
+    def __init__(self, tool, box, folder, key, *extra, prefix=()):
+        cmd = [*prefix, tool, "push", folder, "--watch", "--json", "--url", box.url, "--ca", box.ca,
+               "--user-key", key, "--device-id", "mirror-1", *extra]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.prefixed = bool(prefix)
+        self.lines, self.errors = [], []
+        self.readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, True), daemon=True),
+                        threading.Thread(target=self._read, args=(self.proc.stderr, self.errors, False), daemon=True)]
+        for reader in self.readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream, into, parse):
+        for line in stream:
+            try:
+                into.append(json.loads(line) if parse else line.rstrip("\n"))
+            except ValueError:
+                into.append({"raw": line})
+
+    def batches(self):
+        return [line for line in list(self.lines) if "ids" in line]
+
+    def sent(self):
+        return sum(line["sent"] for line in self.batches())
+
+    def watching(self, timeout=120):
+        return until(lambda: any(line.get("watching") for line in list(self.lines)), timeout)
+
+    def pid(self):
+        """The tool's process: the one started, or its child under a prefix (strace)."""
+        if not self.prefixed:
+            return self.proc.pid
+        with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+            return int(f.read().split()[0])
+
+    def stop(self, how=signal.SIGTERM):
+        """Sends `how`; the exit status (or a sentence when it would not end)."""
+        if self.proc.poll() is None:
+            os.kill(self.pid(), how)
+        try:
+            status = self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            status = "still running 60 s after the signal"
+        for reader in self.readers:
+            reader.join(10)
+        return status
+
+    def tail(self):
+        return f"last lines {list(self.lines)[-2:]}, stderr {self.errors[-3:]}"
+
+
+def until(condition, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def rename_in(folder, ident, body):
+    """Writes `ident`.json as a scanner does: a hidden part file, renamed in."""
+    part = os.path.join(folder, f".{ident}.json.part")
+    with open(part, "w") as f:
+        json.dump(body, f)
+    os.rename(part, os.path.join(folder, ident + ".json"))
+
+
+def scan(i, version):
+    body = sample(i, 7)
+    body["syncVersion"] = version
+    return body
+
+
+def watch_checks(checks, box, tool, work, folder_state, differences):
+    """The checks on `box`, a stack of their own (stopped and started here);
+    `folder_state` and `differences` are run.py's."""
+    key = "watch"
+    folder = os.path.join(work, "watched")
+    os.makedirs(folder)
+    expected = {}
+
+    def converged():
+        return folder_state(folder) == box.truth(key)
+
+    # 1. A burst of 1,000, the watcher killed in the middle of it.
+    first = Watcher(tool, box, folder, key)
+    ready = first.watching()
+    killed_after = {}
+
+    def burst():
+        for i in range(1000):
+            rename_in(folder, f"b-{i:04d}", scan(i, 1 + i % 3))
+            if i == 500:  # half written, a few hundred acknowledged: killed
+                until(lambda: first.sent() >= 200, 60)
+                killed_after["sent"] = first.sent()
+                os.kill(first.pid(), signal.SIGKILL)
+    writer = threading.Thread(target=burst)
+    writer.start()
+    writer.join(300)
+    status = first.stop()
+    acknowledged = sum(1 for _ in open(os.path.join(folder, ".mockcloud-sync-pushed")))
+    second = Watcher(tool, box, folder, key, "--delete")
+    ok = second.watching() and until(converged)
+    truth = box.truth(key)
+    caught_up = next((line for line in second.lines if line.get("watching")), {})
+    checks.check(f"push --watch: a burst of 1,000 renamed in, the watcher SIGKILLed after {killed_after.get('sent')} "
+                 f"were acknowledged, started again: all 1,000 on the box at their versions, "
+                 f"{caught_up.get('sent')} sent at the start",
+                 ([] if ready and status == -signal.SIGKILL and 0 < acknowledged < 1000 and ok and len(truth) == 1000
+                  and caught_up.get("sent") == 1000 - acknowledged and caught_up.get("unchanged") == acknowledged
+                  else [f"ready {ready}, exit {status}, {acknowledged} acknowledged, caught up {caught_up}; "
+                        f"{second.tail()}"])
+                 + differences("watched burst", folder_state(folder), truth))
+
+    # 2. A higher syncVersion written in place replaces the stored scan;
+    #    --delete makes a removed file a deletion.
+    body = scan(7, 9)
+    with open(os.path.join(folder, "b-0007.json"), "w") as f:
+        json.dump(body, f)
+    replaced = until(lambda: box.truth(key).get("b-0007") == (9, body), 60)
+    os.remove(os.path.join(folder, "b-0009.json"))
+    deleted = until(lambda: "b-0009" not in box.truth(key), 60)
+    checks.check("push --watch: version 9 written in place replaces the stored scan; with --delete a removed "
+                 "file is deleted on the box",
+                 ([] if replaced and deleted else [f"replaced {replaced}, deleted {deleted}; {second.tail()}"])
+                 + differences("watched changes", folder_state(folder), box.truth(key)))
+
+    # 3. A file half-written and held open is not sent until it is closed.
+    half = open(os.path.join(folder, "half.json"), "w")
+    half.write('{"syncVersion": 1, "weight')
+    half.flush()
+    rename_in(folder, "marker", scan(1, 1))
+    marked = until(lambda: "marker" in box.truth(key), 60)
+    held = "half" not in box.truth(key)
+    half.write('": 71.3}')
+    half.close()
+    closed = until(lambda: box.truth(key).get("half") == (1, {"syncVersion": 1, "weight": 71.3}), 60)
+    checks.check("push --watch: a file half-written and held open is not sent; once closed it is",
+                 [] if marked and held and closed and not any("half.json" in e for e in second.errors)
+                 else [f"a later file sent {marked}, the half file held back {held}, sent once closed {closed}; "
+                       f"{second.tail()}"])
+
+    # 4. The box away: the stack stopped, files written before and after the
+    #    watcher says it does not answer, the stack started on the same port.
+    port, data = str(box.stack.port), box.stack.data
+    box.stop()
+    for i in range(5):
+        rename_in(folder, f"away-{i}", scan(2000 + i, 1))
+    noticed = until(lambda: any("does not answer" in e for e in second.errors), 180)
+    for i in range(5, 10):
+        rename_in(folder, f"away-{i}", scan(2000 + i, 1))
+    box.stack.settings.update(MOCKCLOUD_PORT=port, MOCKCLOUD_DATA=data)
+    box.stack.start()
+    back = until(converged, 180)
+    checks.check("push --watch: the stack stopped, 10 files written (the watcher saying the box does not answer "
+                 "between them), the stack back on its port: all 10 sent, no restart",
+                 ([] if noticed and back and second.proc.poll() is None
+                  else [f"noticed {noticed}, converged {back}, running {second.proc.poll() is None}; {second.tail()}"])
+                 + differences("after the box was away", folder_state(folder), box.truth(key)))
+
+    # 5. SIGTERM: exit 0, the last line says what it sent.
+    status = second.stop(signal.SIGTERM)
+    last = second.lines[-1] if second.lines else {}
+    checks.check(f"push --watch: SIGTERM ends it, exit 0, its last line what it sent ({last.get('sent')} in "
+                 f"{last.get('requests')} requests)",
+                 [] if status == 0 and last.get("stopped") is True and last.get("sent") == second.sent()
+                 and last.get("stored", 0) + last.get("deleted", 0) == last.get("sent") else
+                 [f"exit {status}; {second.tail()}"])
+
+    # 6. The unit's sandbox, checked on the process.
+    sandbox_checks(checks, box, tool, work)
+
+
+UNIT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    "packaging", "sync", "mockcloud-sync-push@.service")
+
+
+def allowed_calls(group):
+    """The system calls a SystemCallFilter= group (or a lone call) names, its
+    groups expanded (systemd-analyze syscall-filter lists each group's members)."""
+    if not group.startswith("@"):
+        return {group}
+    listing = subprocess.run(["systemd-analyze", "syscall-filter"], capture_output=True, text=True).stdout
+    groups, current = {}, None
+    for line in listing.splitlines():
+        if line.startswith("@"):
+            current = groups.setdefault(line.strip(), set())
+        elif current is not None and line.strip() and not line.strip().startswith("#"):
+            current.add(line.strip())
+    calls, todo, seen = set(), [group], set()
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            members = groups.get(name, set())
+            calls |= {m for m in members if not m.startswith("@")}
+            todo += [m for m in members if m.startswith("@")]
+    return calls
+
+
+def sandbox_checks(checks, box, tool, work):
+    """The watcher under strace -f: its system calls and memory protections
+    against what the unit's sandbox allows."""
+    if not shutil.which("strace") or not shutil.which("systemd-analyze"):
+        return checks.check("push --watch under the unit's sandbox rules", ["needs strace and systemd-analyze "
+                                                                           "(packaging/deps.sh test)"])
+    folder = os.path.join(work, "sandboxed")
+    os.makedirs(folder)
+    trace = os.path.join(work, "watch.strace")
+    watcher = Watcher(tool, box, folder, "sandbox", prefix=["strace", "-f", "-qq", "-o", trace])
+    ready = watcher.watching()
+    rename_in(folder, "traced", scan(3000, 1))
+    sent = until(lambda: "traced" in box.truth("sandbox"), 60)
+    status = watcher.stop(signal.SIGTERM)
+    allowed, denied, filters = set(), set(), []
+    for line in open(UNIT):
+        if line.startswith("SystemCallFilter="):
+            value = line.split("=", 1)[1].strip()
+            filters.append(value)
+            for name in value.lstrip("~").split():
+                (denied if value.startswith("~") else allowed).update(allowed_calls(name))
+    allowed -= denied
+    used, exec_writable = set(), []
+    for line in open(trace):
+        match = re.match(r"\d+ +(\w+)\(", line)
+        if match:
+            used.add(match.group(1))
+        if re.match(r"\d+ +(mmap|mprotect|pkey_mprotect)\(", line) and "PROT_EXEC" in line and \
+                ("PROT_WRITE" in line or line.split("(", 1)[0].endswith("mprotect")):
+            exec_writable.append(line.strip())
+    outside = sorted(used - allowed - {"execve"})
+    checks.check(f"push --watch's {len(used)} kinds of system call, watching and sending, are all the unit allows "
+                 f"(SystemCallFilter= {', '.join(filters)}), and it maps no memory writable and executable",
+                 [] if ready and sent and status == 0 and used and allowed and not outside and not exec_writable else
+                 [f"ready {ready}, sent {sent}, exit {status}; not allowed: {outside}; "
+                  f"W+X or X added: {exec_writable[:3]}; {watcher.tail()}"])
