@@ -23,7 +23,7 @@ answer's anchor; the tool watches a folder as the mirror box's unit runs it.
    bulk requests the tool made of them.
 
 MOCKCLOUD_SYNC_BIN names the tool (default .build/release/mockcloud-sync).
-Writes Benchmarks/results/watch.md (README's figures are copied by hand).
+Writes Benchmarks/results/watch.md (docs/SYNC.md's figures are copied by hand).
 """
 import argparse
 import http.client
