@@ -17,6 +17,7 @@ import urllib.parse
 
 import suite
 from formats import read_log
+from suite import until
 
 
 class Follower(threading.Thread):
@@ -275,14 +276,6 @@ def follow_checks(box, checks, tool):
     def files():
         return {name[:-5] for name in os.listdir(folder) if name.endswith(".json") and not name.startswith(".")}
 
-    def until(condition, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return True
-            time.sleep(0.05)
-        return False
-
     until(lambda: any(line.get("following") for line in lines), 30)
     started = time.monotonic()
     put(box, key, "scan-1")
@@ -344,13 +337,8 @@ def library_checks(checks, lib, box, transport):
         threading.Thread(target=lambda: lines.extend(json.loads(line) for line in proc.stdout), daemon=True).start()
         return proc, lines
 
-    def until(condition, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return True
-            time.sleep(0.02)
-        return False
+    def until(condition, timeout=30):  # finer steps: the check reports each change's delay
+        return suite.until(condition, timeout, step=0.02)
 
     def stop(proc, lines):
         count = len(lines)
