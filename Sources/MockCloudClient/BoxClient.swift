@@ -68,8 +68,8 @@ public struct ClientConfiguration: Sendable {
 }
 
 /// The sync client for one user key on one box: uploads in bulk, the change
-/// feed with 410 recovery, and settings with conditions. README's "Sync from
-/// a device" shows it in use; docs/API.md is the contract it follows.
+/// feed with 410 recovery, and settings with conditions. docs/SYNC.md shows
+/// it in use; docs/API.md is the contract it follows.
 public struct BoxClient: Sendable {
     public let configuration: ClientConfiguration
     let transport: any HTTPTransport
