@@ -33,12 +33,11 @@ deps:
 IMPORT_CHECK := --explicit-target-dependency-import-check error
 
 ## Less run-time type work per process (Benchmarks/README.md, "Where the
-## time goes"): concrete generic types (`[JSONMember]`, `Optional<...>`) are
-## reached through their metadata accessors, not by demangling their names
-## (12k instructions a process), and copies and destroys of optional structs
-## are lowered directly, not through Optional's value witnesses (whose first
-## use builds Optional's metadata: 25k in every inbox request; without both,
-## an inbox PUT costs 258k instructions instead of 199k). Hidden front-end
+## time goes", 6., has the figures): concrete generic types (`[JSONMember]`,
+## `Optional<...>`) are reached through their metadata accessors, not by
+## demangling their names, and copies and destroys of optional structs are
+## lowered directly, not through Optional's value witnesses, whose first use
+## builds Optional's metadata in every inbox request. Hidden front-end
 ## flags of Swift 6.3, given here and not in Package.swift, whose products
 ## must carry no unsafe flags for apps that add the client by version.
 ## Should a toolchain drop one, remove it: only speed changes.

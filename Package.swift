@@ -63,36 +63,43 @@ let package = Package(
         // parser and the printers that write what Python's json.dumps
         // writes, and the byte codecs they use (ASCII: digits, hex, base64).
         .target(name: "MockCloudJSON"),
-        // The wire, defined once (docs/API.md): the identifier shapes
-        // (UserKey, DeviceID, MessageID), the anchor, the envelope and the
-        // feed page, JSONText, the time stamps, the request limits
-        // (WireLimits) and a failed write's `changed`.
+        // The wire, defined once (docs/API.md): the paths and their methods
+        // (Endpoint), the header names, the identifier shapes (UserKey,
+        // DeviceID, MessageID), the anchor, the envelope and the feed page,
+        // the encode/decode pairs of what one side writes and the other reads
+        // (the bulk request and results, the member times, X-Merge-Kept),
+        // JSONText, the time stamps, the request limits (WireLimits) and a
+        // failed write's `changed`.
         .target(name: "MockCloudWire", dependencies: ["MockCloudJSON"]),
         // The command-line tools' one parser: a tool describes its commands,
         // arguments and options once, and gets parsing, usage and errors.
         .target(name: "MockCloudCommandLine"),
 
         // The server's libraries, Linux only, lowest first.
-        // System calls (EINTR, partial I/O, errno), atomic file writes,
-        // random bytes, the clock, the keep-strings-until-exit policy.
-        // Knows nothing of JSON, the wire, stores or HTTP.
+        // System calls (EINTR, partial I/O, errno, signals), atomic file
+        // writes and how much of a failed one a reader saw, random bytes,
+        // the clock, the keep-strings-until-exit policy. Knows nothing of
+        // JSON, the wire, stores or HTTP.
         .target(name: "MockCloudSystem"),
-        // The data directory: settings and inbox stores, the change log,
-        // per-key locks, HMAC signing (the only user of libcrypto), key and
-        // token files. Errors here say what went wrong; no HTTP status.
+        // The data directory (its layout: DataDirectory): settings and inbox
+        // stores, the change log, per-key locks, HMAC signing (the only user
+        // of libcrypto), key and token files, the write phases. Errors here
+        // say what went wrong; no HTTP status, no deployment facts.
         .target(
             name: "MockCloudStore",
             dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "COpenSSL", "CStartup"]
         ),
         // Configuration: the process environment, read in one place
-        // (ServiceConfig), and the one list of the service's settings
-        // (Setting.all). Below HTTP, so that the admin tool needs no routes.
+        // (ServiceConfig), the one list of the service's settings
+        // (Setting.all), and what the deployment carries at once (Capacity).
+        // Below HTTP, so that the admin tool needs no routes.
         .target(
             name: "MockCloudConfig",
             dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudStore"]
         ),
         // The CGI edge: request and response, the mapping of every error to
-        // a status and a sentence, the two routes and bearer-token access.
+        // a status and a sentence, the two routes, bearer-token access and a
+        // dying process's last answer (LastWords).
         .target(
             name: "MockCloudHTTP",
             dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "MockCloudStore", "MockCloudConfig"]
@@ -121,7 +128,8 @@ let package = Package(
             ]
         ),
         // mockcloud-sync's commands (push, pull, settings), its options,
-        // output and exit codes, over MockCloudClient (a Linux tool).
+        // output and exit codes, over MockCloudClient. A Linux tool: it uses
+        // MockCloudSystem for its folders, signals and file watches.
         .target(
             name: "MockCloudSync",
             dependencies: ["MockCloudClient", "MockCloudCommandLine", "MockCloudSystem", "MockCloudJSON", "MockCloudWire"]

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+import report  # noqa: E402
 import stack  # noqa: E402
 import suite  # noqa: E402
 
@@ -246,7 +246,7 @@ def main():
     ap.add_argument("--writes", type=int, default=100)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="mcwb.", dir="/tmp")
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = report.load_average()
     out = {}
     try:
         with stack.Stack(work, "wait") as ours:
@@ -274,26 +274,18 @@ def main():
                 time.sleep(1)
                 out["wakes"] = shared.answers
     finally:
-        load_after = open("/proc/loadavg").read().split()[:3]
+        load_after = report.load_average()
         shutil.rmtree(work, ignore_errors=True)
-    report = render(args, out, load_before, load_after)
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
-        f.write(report)
-    print(report)
+    report.publish(RESULTS, render(args, out, report.measured(load_before, load_after)))
 
 
-def render(args, out, load_before, load_after):
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                            text=True).stdout.strip()
+def render(args, out, measured):
     fresh_median, fresh_worst = stats(out["fresh"])
     p0, p36 = statistics.median(out["probe0"]), statistics.median(out["probe36"])
     lines = [
         "# Waiting for a change (`make bench-wait`)",
         "",
-        "Measured on %s, commit `%s`: %d cores, Linux %s; load average %s before, %s after." % (
-            time.strftime("%Y-%m-%d"), commit, os.cpu_count(), os.uname().release, " ".join(load_before),
-            " ".join(load_after)),
+        measured,
         "Through nginx + TLS on loopback (HTTP/1.1 keep-alive, http.client), the harness's stack (fcgiwrap -c 64).",
         "",
         "**Freshness**: from the writer's 2xx to the waiter's answer (`GET /inbox?wait=30`), %d rounds:" % len(out["fresh"]),

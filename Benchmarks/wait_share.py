@@ -47,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
+import report  # noqa: E402
 import stack  # noqa: E402
 import suite  # noqa: E402
 
@@ -224,7 +225,7 @@ def main():
     if not os.access(LIBRARY, os.X_OK):
         sys.exit("wait_share: %s is missing: make build" % LIBRARY)
     work = tempfile.mkdtemp(prefix="mcws.", dir="/tmp")
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = report.load_average()
     out = {}
     try:
         # No share on this stack: what the device needs shows, not the cap.
@@ -275,16 +276,12 @@ def main():
             if writer.errors:
                 log("the writer's errors (each retried on a new connection):", writer.errors[:5])
     finally:
-        load_after = open("/proc/loadavg").read().split()[:3]
+        load_after = report.load_average()
         shutil.rmtree(work, ignore_errors=True)
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                            text=True).stdout.strip()
-    report = "\n".join([
+    report.publish(RESULTS, "\n".join([
         "# The places one device holds (`make bench-wait-share`)",
         "",
-        "Measured on %s, commit `%s`: %d cores, Linux %s; load average %s before, %s after." % (
-            time.strftime("%Y-%m-%d"), commit, os.cpu_count(), os.uname().release, " ".join(load_before),
-            " ".join(load_after)),
+        report.measured(load_before, load_after),
         "The library (client-bench `follow` + `watch-settings`, %s, 30 s waits) through a relay from %s; "
         "%d writes to its feed, every other one to its settings too, 0.5 s apart." % (args.transport, DEVICE,
                                                                                       out["writes"]),
@@ -300,11 +297,7 @@ def main():
         "The waits nobody reads held their places until their 30 s ran out: the device held more than 2 "
         "until %.1f s after the first break." % out["held_after"],
         "",
-    ])
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
-        f.write(report)
-    print(report)
+    ]))
 
 
 if __name__ == "__main__":

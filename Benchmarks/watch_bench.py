@@ -23,7 +23,7 @@ answer's anchor; the tool watches a folder as the mirror box's unit runs it.
    bulk requests the tool made of them.
 
 MOCKCLOUD_SYNC_BIN names the tool (default .build/release/mockcloud-sync).
-Writes Benchmarks/results/watch.md (README's figures are copied by hand).
+Writes Benchmarks/results/watch.md (docs/SYNC.md's figures are copied by hand).
 """
 import argparse
 import http.client
@@ -42,6 +42,7 @@ REPO = os.path.dirname(HERE)
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 sys.path.insert(0, HERE)
+import report  # noqa: E402
 import stack  # noqa: E402
 import suite  # noqa: E402
 from samples import sample  # noqa: E402
@@ -110,7 +111,7 @@ def main():
     args = parser.parse_args()
     if not os.access(TOOL, os.X_OK):
         sys.exit(f"watch_bench: no {TOOL}: run make build")
-    load_before = open("/proc/loadavg").read().split()[:3]
+    load_before = report.load_average()
     work = tempfile.mkdtemp(prefix="mcwatch.")
     folder = os.path.join(work, "scans")
     os.makedirs(folder)
@@ -181,27 +182,19 @@ def main():
         if watcher and watcher.poll() is None:
             watcher.terminate()
             watcher.wait(30)
-        load_after = open("/proc/loadavg").read().split()[:3]
+        load_after = report.load_average()
         shutil.rmtree(work, ignore_errors=True)
-    report = render(args, out, load_before, load_after)
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
-        f.write(report)
-    print(report)
+    report.publish(RESULTS, render(args, out, report.measured(load_before, load_after)))
 
 
-def render(args, out, load_before, load_after):
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                            text=True).stdout.strip()
+def render(args, out, measured):
     fresh = out["fresh"]
     median, worst = statistics.median(fresh), max(fresh)
     took, requests, sizes = out["burst"]
     return "\n".join([
         "# The mirror's freshness (`make bench-watch`)",
         "",
-        "Measured on %s, commit `%s`: %d cores, Linux %s; load average %s before, %s after." % (
-            time.strftime("%Y-%m-%d"), commit, os.cpu_count(), os.uname().release, " ".join(load_before),
-            " ".join(load_after)),
+        measured,
         "`mockcloud-sync push DIR --watch` and a phone's follower (`GET /inbox?wait=30`, http.client, keep-alive)"
         " through nginx + TLS on loopback, the harness's stack.",
         "",

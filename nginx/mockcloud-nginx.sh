@@ -396,7 +396,7 @@ start_fcgiwrap() {
     # -c 64: each fcgiwrap process serves one request at a time, and a request
     # that waits for a change (?wait=) holds one for up to a minute; the
     # programs let 48 wait at once, so 16 always serve the rest
-    # (Sources/MockCloudStore/Waiting.swift, docs/OPERATIONS.md "Waiting requests
+    # (Sources/MockCloudConfig/Capacity.swift, docs/OPERATIONS.md "Waiting requests
     # and capacity").
     local as_user=()
     [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$SERVE_GROUP" --init-groups --inh-caps=-all --)

@@ -1,9 +1,9 @@
 // `CommandLine.arguments` for the static CGI programs, without the Swift
 // runtime's start-up scan. On Linux the runtime finds argv with a load-time
 // constructor that reads /proc/self/maps and searches the stack for it
-// (swift/stdlib/public/CommandLineSupport/CommandLine.cpp): about 50,000
-// instructions and five system calls in every process, that is every
-// request. glibc hands argc and argv to each `.init_array` function, so
+// (swift/stdlib/public/CommandLineSupport/CommandLine.cpp): five system
+// calls and a search in every process, that is every request
+// (Benchmarks/README.md, "Where the time goes", 2.). glibc hands argc and argv to each `.init_array` function, so
 // they are kept from there. The two functions below have the runtime's
 // names, calling convention and meaning; defining them in an object of the
 // link keeps the runtime's CommandLine object (and its constructor) out of

@@ -252,7 +252,7 @@ package struct AdminCommand {
                         kept += 1
                     case .signed, .unsigned:
                         guard let sidecar = integrity.sidecar(for: bytes, at: document.place) else { return }
-                        try AtomicFile.write(sidecar, to: document.name + DocumentFolder.sidecarSuffix, in: document.folder.directory)
+                        try document.folder.writeSidecar(sidecar, of: document.name)
                         changed += 1
                     }
                 }

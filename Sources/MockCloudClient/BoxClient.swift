@@ -68,8 +68,8 @@ public struct ClientConfiguration: Sendable {
 }
 
 /// The sync client for one user key on one box: uploads in bulk, the change
-/// feed with 410 recovery, and settings with conditions. README's "Sync from
-/// a device" shows it in use; docs/API.md is the contract it follows.
+/// feed with 410 recovery, and settings with conditions. docs/SYNC.md shows
+/// it in use; docs/API.md is the contract it follows.
 public struct BoxClient: Sendable {
     public let configuration: ClientConfiguration
     let transport: any HTTPTransport
@@ -110,9 +110,9 @@ public struct BoxClient: Sendable {
     /// (`CancellationError`).
     func attempt(_ request: TransportRequest, _ retry: Repeat) async throws -> Exchange {
         var request = request
-        request.headers.append(("X-User-Key", configuration.userKey.rawValue))
-        if let device = configuration.deviceID { request.headers.append(("X-Device-Id", device.rawValue)) }
-        if let token = configuration.token { request.headers.append(("Authorization", "Bearer " + token)) }
+        request.headers.append((HTTPHeader.userKey.name, configuration.userKey.rawValue))
+        if let device = configuration.deviceID { request.headers.append((HTTPHeader.deviceID.name, device.rawValue)) }
+        if let token = configuration.token { request.headers.append((HTTPHeader.authorization.name, "Bearer " + token)) }
         let policy = configuration.retry
         var attempt = 0
         while true {
@@ -148,7 +148,7 @@ public struct BoxClient: Sendable {
                 }
             }
             guard !last else { throw ClientError.unavailable("\(response.status) \(Self.errorText(response)) (\(attempts))") }
-            try await pause(policy.delay(afterAttempt: attempt, retryAfter: response.header("retry-after")))
+            try await pause(policy.delay(afterAttempt: attempt, retryAfter: response.header(HTTPHeader.retryAfter.name)))
         }
     }
 

@@ -14,6 +14,14 @@ public struct BoxSettings: Sendable, Equatable {
     }
 }
 
+/// The condition a settings write names.
+enum WriteCondition {
+    /// `If-Match`: only over the stored document with this tag.
+    case ifMatch(String)
+    /// `If-None-Match`: only when no stored document has one of these tags (`*`: none is stored).
+    case ifNoneMatch(String)
+}
+
 /// What a settings write did.
 public enum SettingsWrite: Sendable, Equatable {
     /// 200: stored (`serverReceivedAt` set by the server).
@@ -28,22 +36,22 @@ public enum SettingsWrite: Sendable, Equatable {
 extension BoxClient {
     /// The stored settings; nil when none are stored (404).
     public func settings() async throws -> BoxSettings? {
-        let response = try await exchange(TransportRequest(method: "GET", target: "/user/settings"), .safe)
+        let response = try await exchange(TransportRequest(.get, Endpoint.settings.path), .safe)
         if response.status == 404 { return nil }
         guard response.status == 200 else { throw Self.refusal(response) }
-        return BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
+        return BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header(HTTPHeader.etag.name))
     }
 
     /// Replaces the document (`PUT`); last writer wins by `updatedAt`.
     /// With `ifMatch`, only if the stored document still has that tag.
     public func putSettings(_ document: JSONText, ifMatch: String? = nil) async throws -> SettingsWrite {
-        try await writeSettings("PUT", "application/json", document, condition: ifMatch.map { ("If-Match", $0) })
+        try await writeSettings(.put, document, condition: ifMatch.map(WriteCondition.ifMatch))
     }
 
     /// Applies an RFC 7396 merge patch (`PATCH`): fields replace in place,
     /// `null` removes, nested objects merge.
     public func patchSettings(_ patch: JSONText, ifMatch: String? = nil) async throws -> SettingsWrite {
-        try await writeSettings("PATCH", "application/merge-patch+json", patch, condition: ifMatch.map { ("If-Match", $0) })
+        try await writeSettings(.patch, patch, condition: ifMatch.map(WriteCondition.ifMatch))
     }
 
     /// A PUT or a merge patch gives the same result when sent twice, so a
@@ -51,13 +59,17 @@ extension BoxClient {
     /// (its first attempt may have changed the tag it names): when no answer
     /// says whether it was applied (a cut connection, a 5xx with `"changed":
     /// "maybe"` or `"yes"`), the settings are read back to settle it.
-    func writeSettings(
-        _ method: String, _ type: String, _ document: JSONText, condition: (name: String, value: String)?
-    ) async throws -> SettingsWrite {
-        var headers = [(name: "Content-Type", value: type)]
-        if let condition { headers.append(condition) }
-        let request = TransportRequest(method: method, target: "/user/settings", headers: headers, body: document.bytes)
-        let ifMatch = condition?.name == "If-Match" ? condition?.value : nil
+    func writeSettings(_ method: HTTPMethod, _ document: JSONText, condition: WriteCondition?) async throws -> SettingsWrite {
+        var headers = [(name: HTTPHeader.contentType.name, value: method == .patch ? HeaderValue.mergePatch : HeaderValue.json)]
+        var ifMatch: String?
+        switch condition {
+        case .ifMatch(let tag)?:
+            headers.append((HTTPHeader.ifMatch.name, tag))
+            ifMatch = tag
+        case .ifNoneMatch(let tags)?: headers.append((HTTPHeader.ifNoneMatch.name, tags))
+        case nil: break
+        }
+        let request = TransportRequest(method, Endpoint.settings.path, headers: headers, body: document.bytes)
         var settled = 0
         while true {
             switch try await attempt(request, condition == nil ? .safe : .onlyIfNotDone) {
@@ -87,11 +99,11 @@ extension BoxClient {
     private static func settingsWrite(_ response: TransportResponse) throws -> SettingsWrite {
         switch response.status {
         case 200:
-            return .written(BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag")))
+            return .written(BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header(HTTPHeader.etag.name)))
         case 409, 412:
             let object = try Self.object(response)
             let current = object["current"].map {
-                BoxSettings(document: JSONText($0), etag: response.header("etag"))
+                BoxSettings(document: JSONText($0), etag: response.header(HTTPHeader.etag.name))
             }
             return .conflict(status: response.status, error: Self.errorText(response), current: current)
         default:
@@ -103,14 +115,14 @@ extension BoxClient {
     /// the same document for a PUT, one the patch no longer changes for a
     /// PATCH (merge patches are idempotent). `serverReceivedAt` is the
     /// server's own and not compared.
-    static func reflects(_ stored: JSONText, _ method: String, _ sent: JSONText) -> Bool {
+    static func reflects(_ stored: JSONText, _ method: HTTPMethod, _ sent: JSONText) -> Bool {
         func withoutStamp(_ value: JSONValue) -> JSONValue {
             guard case .object(var object) = value else { return value }
             object["serverReceivedAt"] = nil
             return .object(object)
         }
         let current = withoutStamp(stored.value)
-        if method == "PATCH" { return withoutStamp(current.merging(patch: sent.value)) == current }
+        if method == .patch { return withoutStamp(current.merging(patch: sent.value)) == current }
         return withoutStamp(sent.value) == current
     }
 }
@@ -165,7 +177,7 @@ public struct SettingsUpdates: AsyncSequence, Sendable {
                     known = nil
                     return .some(nil)
                 case 200:
-                    let settings = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
+                    let settings = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header(HTTPHeader.etag.name))
                     if let known, let tag = settings.etag, EntityTags.same(known.etag, tag) { continue }
                     known = settings
                     return .some(settings)
@@ -197,8 +209,8 @@ extension BoxClient {
     /// the box waits for one (`*` would wait past a document, which `*`
     /// names).
     func waitForSettings(after etag: String?) async throws -> TransportResponse {
-        let target = "/user/settings?\(QueryParameters.wait)=\(configuration.waitSeconds)"
+        let target = Endpoint.settings.path + "?\(QueryParameters.wait)=\(configuration.waitSeconds)"
         return try await exchange(
-            TransportRequest(method: "GET", target: target, headers: [("If-None-Match", etag ?? "\"\"")]), .safe)
+            TransportRequest(.get, target, headers: [(HTTPHeader.ifNoneMatch.name, etag ?? "\"\"")]), .safe)
     }
 }

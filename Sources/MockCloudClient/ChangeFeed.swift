@@ -221,11 +221,11 @@ extension BoxClient {
 
     /// One `GET /inbox` page (held up to `wait` seconds when given), or the 410's reason.
     func feedRead(after anchor: Anchor?, limit: Int, excludeOwn: Bool, wait: Int? = nil) async throws -> FeedRead {
-        var target = "/inbox?\(QueryParameters.limit)=\(limit)"
+        var target = Endpoint.inbox.path + "?\(QueryParameters.limit)=\(limit)"
         if let anchor { target += "&\(QueryParameters.anchor)=" + anchor.rawValue }
         if excludeOwn, let device = configuration.deviceID { target += "&\(QueryParameters.excludeSource)=" + device.rawValue }
         if let wait { target += "&\(QueryParameters.wait)=\(wait)" }
-        let response = try await exchange(TransportRequest(method: "GET", target: target), .safe)
+        let response = try await exchange(TransportRequest(.get, target), .safe)
         if response.status == 410 { return .gone((try? Self.object(response))?["reason"]?.stringValue.flatMap(AnchorGone.init)) }
         guard response.status == 200 else { throw Self.refusal(response) }
         guard let page = FeedPage(try Self.object(response)) else {

@@ -2,6 +2,7 @@
 import CCurl
 import Dispatch
 import Foundation
+import MockCloudWire
 import Synchronization
 
 /// The Linux transport: libcurl (Debian's OpenSSL flavour), given the box's
@@ -126,66 +127,11 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
             headerList = curl_slist_append(headerList, line)
         }
-        let url = baseURL + request.target
-        let method = request.method
         // libcurl's own words for a failure (which check, which name), kept
         // until the transfer ends.
         var detail = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let outcome: CURLcode = trust.pem.withUnsafeBytes { pem in
-            var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: pem.baseAddress), len: pem.count,
-                                 flags: UInt32(CURL_BLOB_COPY))
-            var failed = CURLE_OK
-            func set(_ code: CURLcode) { if failed == CURLE_OK { failed = code } }
-            url.withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_URL, $0)) }
-            // Trust: the box's CA alone. No CA directory (Debian's default
-            // would add the system's CAs), peer and host name verified.
-            withUnsafePointer(to: &blob) { set(mockcloud_curl_set_pointer(handle, CURLOPT_CAINFO_BLOB, $0)) }
-            set(mockcloud_curl_set_pointer(handle, CURLOPT_CAPATH, nil))
-            set(mockcloud_curl_set_pointer(handle, CURLOPT_CAINFO, nil))
-            set(mockcloud_curl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
-            set(mockcloud_curl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
-            // No proxy from the environment: the box is on the LAN.
-            "".withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_PROXY, $0)) }
-            set(mockcloud_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
-            "gzip".withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_ACCEPT_ENCODING, $0)) }
-            set(mockcloud_curl_set_long(handle, CURLOPT_NOSIGNAL, 1))
-            set(mockcloud_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT, 10))
-            set(mockcloud_curl_set_long(handle, CURLOPT_TIMEOUT, requestTimeoutSeconds))
-            set(mockcloud_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeRawPointer(headerList)))
-            method.withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, $0)) }
-            if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
-                set(mockcloud_curl_set_long(handle, CURLOPT_POST, 1))
-                set(mockcloud_curl_set_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
-                request.body.withUnsafeBytes {
-                    set(mockcloud_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
-                }
-            }
-            let box = Unmanaged.passUnretained(collector).toOpaque()
-            set(mockcloud_curl_set_write(handle, CURLOPT_WRITEFUNCTION, { data, size, count, box in
-                guard let data, let box else { return 0 }
-                let collector = Unmanaged<Collector>.fromOpaque(box).takeUnretainedValue()
-                data.withMemoryRebound(to: UInt8.self, capacity: size * count) {
-                    collector.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size * count))
-                }
-                return size * count
-            }))
-            set(mockcloud_curl_set_pointer(handle, CURLOPT_WRITEDATA, box))
-            set(mockcloud_curl_set_write(handle, CURLOPT_HEADERFUNCTION, { data, size, count, box in
-                guard let data, let box else { return 0 }
-                let collector = Unmanaged<Collector>.fromOpaque(box).takeUnretainedValue()
-                let line = data.withMemoryRebound(to: UInt8.self, capacity: size * count) {
-                    String(decoding: UnsafeBufferPointer(start: $0, count: size * count), as: UTF8.self)
-                }
-                if line.hasPrefix("HTTP/") {
-                    collector.headers = []  // a new answer (after a 100 Continue, or a redirect)
-                } else if let colon = line.firstIndex(of: ":") {
-                    let name = line[..<colon].lowercased()
-                    let value = line[line.index(after: colon)...].trimmingASCIISpace()
-                    collector.headers.append((name, value))
-                }
-                return size * count
-            }))
-            set(mockcloud_curl_set_pointer(handle, CURLOPT_HEADERDATA, box))
+            let failed = configure(handle, for: request, headers: headerList, trusting: pem, into: collector)
             guard failed == CURLE_OK else { return failed }
             return detail.withUnsafeMutableBufferPointer { buffer in
                 guard mockcloud_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, buffer.baseAddress) == CURLE_OK else {
@@ -205,6 +151,80 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
             return .failure(TransportError.connection("no HTTP status"))
         }
         return .success(TransportResponse(status: status, headers: collector.headers, body: collector.body))
+    }
+
+    /// Sets the options of one transfer on `handle`: where, what it trusts,
+    /// the request, and `collector` for the answer. The first failure, or
+    /// `CURLE_OK`. libcurl copies what it keeps (the URL, the method, the
+    /// CA, the body); `headers` and `collector` must outlive the transfer.
+    private func configure(
+        _ handle: UnsafeMutableRawPointer, for request: TransportRequest, headers: UnsafeMutablePointer<curl_slist>?,
+        trusting pem: UnsafeRawBufferPointer, into collector: Collector
+    ) -> CURLcode {
+        var failed = CURLE_OK
+        func set(_ code: CURLcode) { if failed == CURLE_OK { failed = code } }
+        (baseURL + request.target).withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_URL, $0)) }
+        // Trust: the box's CA alone. No CA directory (Debian's default
+        // would add the system's CAs), peer and host name verified.
+        var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: pem.baseAddress), len: pem.count, flags: UInt32(CURL_BLOB_COPY))
+        withUnsafePointer(to: &blob) { set(mockcloud_curl_set_pointer(handle, CURLOPT_CAINFO_BLOB, $0)) }
+        set(mockcloud_curl_set_pointer(handle, CURLOPT_CAPATH, nil))
+        set(mockcloud_curl_set_pointer(handle, CURLOPT_CAINFO, nil))
+        set(mockcloud_curl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        set(mockcloud_curl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        // No proxy from the environment: the box is on the LAN.
+        "".withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_PROXY, $0)) }
+        set(mockcloud_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        "gzip".withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_ACCEPT_ENCODING, $0)) }
+        set(mockcloud_curl_set_long(handle, CURLOPT_NOSIGNAL, 1))
+        set(mockcloud_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT, 10))
+        set(mockcloud_curl_set_long(handle, CURLOPT_TIMEOUT, requestTimeoutSeconds))
+        set(mockcloud_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeRawPointer(headers)))
+        let method = request.method
+        method.withCString { set(mockcloud_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, $0)) }
+        if !request.body.isEmpty || method == "POST" || method == "PUT" || method == "PATCH" {
+            set(mockcloud_curl_set_long(handle, CURLOPT_POST, 1))
+            set(mockcloud_curl_set_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
+            request.body.withUnsafeBytes {
+                set(mockcloud_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)))
+            }
+        }
+        set(Self.collect(on: handle, into: collector))
+        return failed
+    }
+
+    /// Hands the answer's body and header lines to `collector` (libcurl's
+    /// callbacks, `collector` passed unretained: it outlives the transfer).
+    private static func collect(on handle: UnsafeMutableRawPointer, into collector: Collector) -> CURLcode {
+        let box = Unmanaged.passUnretained(collector).toOpaque()
+        var failed = mockcloud_curl_set_write(handle, CURLOPT_WRITEFUNCTION, { data, size, count, box in
+            guard let data, let box else { return 0 }
+            let collector = Unmanaged<Collector>.fromOpaque(box).takeUnretainedValue()
+            data.withMemoryRebound(to: UInt8.self, capacity: size * count) {
+                collector.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size * count))
+            }
+            return size * count
+        })
+        if failed == CURLE_OK { failed = mockcloud_curl_set_pointer(handle, CURLOPT_WRITEDATA, box) }
+        if failed == CURLE_OK {
+            failed = mockcloud_curl_set_write(handle, CURLOPT_HEADERFUNCTION, { data, size, count, box in
+                guard let data, let box else { return 0 }
+                let collector = Unmanaged<Collector>.fromOpaque(box).takeUnretainedValue()
+                let line = data.withMemoryRebound(to: UInt8.self, capacity: size * count) {
+                    String(decoding: UnsafeBufferPointer(start: $0, count: size * count), as: UTF8.self)
+                }
+                if line.hasPrefix("HTTP/") {
+                    collector.headers = []  // a new answer (after a 100 Continue, or a redirect)
+                } else if let colon = line.firstIndex(of: ":") {
+                    let name = line[..<colon].lowercased()
+                    let value = line[line.index(after: colon)...].trimmingHeaderSpace()
+                    collector.headers.append((name, value))
+                }
+                return size * count
+            })
+        }
+        if failed == CURLE_OK { failed = mockcloud_curl_set_pointer(handle, CURLOPT_HEADERDATA, box) }
+        return failed
     }
 
     /// Runs the easy handle's transfer on its multi handle until it ends or
@@ -240,18 +260,6 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
         default:
             return TransportError.connection(text)
         }
-    }
-}
-
-extension Substring {
-    /// Without leading and trailing spaces, tabs, CR and LF (by bytes: a
-    /// header line ends in CR LF, which is one Character).
-    func trimmingASCIISpace() -> String {
-        let isSpace = { (b: UInt8) in b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A }
-        let bytes = Array(utf8)
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) })
-        else { return "" }
-        return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }
 #endif

@@ -125,7 +125,7 @@ extension BoxClient {
             throw ClientError.invalidArgument("the local settings are not a JSON object")
         }
         if editedFields.keys.allSatisfy({ $0 == "updatedAt" || $0 == "serverReceivedAt" }) {
-            return Self.reflects(stored.document, "PUT", local) ? .inSync(stored) : .boxIsNewer(stored)
+            return Self.reflects(stored.document, .put, local) ? .inSync(stored) : .boxIsNewer(stored)
         }
         var now = stored
         var kept: [String] = []
@@ -173,7 +173,7 @@ extension BoxClient {
 
     /// `PUT` with `If-None-Match: *`: stored only if nothing is.
     func createSettings(_ document: JSONText) async throws -> SettingsWrite {
-        try await writeSettings("PUT", "application/json", document, condition: ("If-None-Match", "*"))
+        try await writeSettings(.put, document, condition: .ifNoneMatch("*"))
     }
 
     /// The instant of a document's `updatedAt`; nil without a parseable one.

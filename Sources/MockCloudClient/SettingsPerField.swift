@@ -50,26 +50,23 @@ extension BoxClient {
     /// `X-Merge: fields`); nil when none are stored. A box without the
     /// per-field merge answers the document alone: `times` is then nil.
     public func settingsWithTimes() async throws -> TimedSettings? {
-        let request = TransportRequest(method: "GET", target: "/user/settings", headers: [("X-Merge", "fields")])
+        let request = TransportRequest(.get, Endpoint.settings.path, headers: [(HTTPHeader.merge.name, HeaderValue.mergeFields)])
         let response = try await exchange(request, .safe)
         if response.status == 404 { return nil }
         guard response.status == 200 else { throw Self.refusal(response) }
-        let plain = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
-        guard response.header("x-merge") == "fields" else { return TimedSettings(settings: plain, times: nil) }
-        let object = try Self.object(response)
-        guard case .object(let document)? = object["document"], case .object(let times)? = object["times"] else {
-            throw ClientError.badAnswer("settings with member times without their document or times")
+        let plain = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header(HTTPHeader.etag.name))
+        guard Self.mergedPerField(response) else { return TimedSettings(settings: plain, times: nil) }
+        let timed: TimedDocument
+        do {
+            timed = try TimedDocument(json: .object(try Self.object(response)))
+        } catch let error as WireFormatError {
+            throw ClientError.badAnswer(error.description)
         }
-        var parsed: [String: MemberTime] = [:]
-        for member in times.members {
-            guard case .object(let fields) = member.value, let text = fields["at"]?.stringValue,
-                let at = Timestamp.parse(text)
-            else { throw ClientError.badAnswer("the time of member \(String(reflecting: member.key)) is not one") }
-            parsed[member.key] = MemberTime(
-                editedAt: Self.date(at), device: fields["device"]?.stringValue.flatMap(DeviceID.init),
-                deleted: fields["deleted"] == .bool(true))
+        var times: [String: MemberTime] = [:]
+        for (name, edit) in timed.times.edits {
+            times[name.text] = MemberTime(editedAt: Self.date(edit.at), device: edit.device, deleted: edit.deleted)
         }
-        return TimedSettings(settings: BoxSettings(document: JSONText(.object(document)), etag: plain.etag), times: parsed)
+        return TimedSettings(settings: BoxSettings(document: JSONText(timed.document), etag: plain.etag), times: times)
     }
 
     /// Sends one device's edits of some top-level members, all made at
@@ -92,56 +89,36 @@ extension BoxClient {
         }
         object["updatedAt"] = .string(Timestamp.format(Self.micros(editedAt)))
         let request = TransportRequest(
-            method: "PATCH", target: "/user/settings",
-            headers: [("Content-Type", "application/merge-patch+json"), ("X-Merge", "fields")],
+            .patch, Endpoint.settings.path,
+            headers: [(HTTPHeader.contentType.name, HeaderValue.mergePatch), (HTTPHeader.merge.name, HeaderValue.mergeFields)],
             body: JSONText(.object(object)).bytes)
         let response = try await exchange(request, .safe)
         guard response.status == 200 else { throw Self.refusal(response) }
-        guard response.header("x-merge") == "fields" else {
+        guard Self.mergedPerField(response) else {
             throw ClientError.badAnswer("the box merged the whole document, not per field: it is a MockCloud without X-Merge")
         }
-        let settings = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header("etag"))
-        guard let header = response.header("x-merge-kept") else { return FieldMerge(settings: settings, kept: []) }
-        let (listed, complete) = try Self.keptMembers(header)
-        if complete { return FieldMerge(settings: settings, kept: listed) }
+        let settings = BoxSettings(document: try JSONText(validatingAnswer: response), etag: response.header(HTTPHeader.etag.name))
+        guard let header = response.header(HTTPHeader.mergeKept.name) else { return FieldMerge(settings: settings, kept: []) }
+        let listed: MergeKept
+        do {
+            listed = try MergeKept(header: header)
+        } catch let error as WireFormatError {
+            throw ClientError.badAnswer(error.description)
+        }
+        if listed.isComplete { return FieldMerge(settings: settings, kept: listed.names) }
         // The list was too long for a header: the times say which edits did not land.
         let edit = MemberTime(editedAt: Self.date(Self.micros(editedAt)), device: configuration.deviceID)
         let times = try await settingsWithTimes()?.times ?? [:]
         let kept = object.members.map(\.key).filter { name in
-            name != "updatedAt" && times[name].map { $0.editedAt != edit.editedAt || $0.device != edit.device } ?? true
+            MemberTimes.isEditable(name) && times[name].map { $0.editedAt != edit.editedAt || $0.device != edit.device } ?? true
         }
         return FieldMerge(settings: settings, kept: kept)
     }
 
-    /// `X-Merge-Kept`'s names (bare, or JSON strings), and whether the list
-    /// is whole (it ends with `*` when it was too long for a header).
-    static func keptMembers(_ header: String) throws -> (names: [String], complete: Bool) {
-        var names: [String] = []
-        var rest = Substring(header)
-        while !rest.isEmpty {
-            rest = rest.drop { $0 == " " || $0 == "," }
-            if rest.isEmpty { break }
-            if rest.first == "*" { return (names, false) }
-            if rest.first == "\"" {
-                // A JSON string: up to the first quote no backslash escapes.
-                var end = rest.index(after: rest.startIndex)
-                var escaped = false
-                while end < rest.endIndex, escaped || rest[end] != "\"" {
-                    escaped = !escaped && rest[end] == "\\"
-                    end = rest.index(after: end)
-                }
-                guard end < rest.endIndex,
-                    let value = try? JSONParser.parse(Array(rest[...end].utf8)), let name = value.stringValue
-                else { throw ClientError.badAnswer("X-Merge-Kept is not a list of names: \(header)") }
-                names.append(name)
-                rest = rest[rest.index(after: end)...]
-            } else {
-                let name = rest.prefix { $0 != "," }
-                names.append(String(name).trimmingCharacters(in: .whitespaces))
-                rest = rest[name.endIndex...]
-            }
-        }
-        return (names, true)
+    /// True when the answer says the box merged or read per field (`X-Merge:
+    /// fields`); a box without the per-field merge ignores the request's.
+    static func mergedPerField(_ response: TransportResponse) -> Bool {
+        response.header(HTTPHeader.merge.name) == HeaderValue.mergeFields
     }
 
     /// An instant as the wire's microseconds, and back.

@@ -117,7 +117,7 @@ enum SyncRecord: Equatable {
             for (k, upload) in uploads.enumerated() {
                 out += Array((k == 0 ? #"{"n": "# : #", {"n": "#).utf8)
                 ASCII.appendDecimal(Int(upload.number), to: &out)
-                out += Array(", ".utf8) + BoxClient.encode(upload.item).dropFirst()
+                out += Array(", ".utf8) + BulkRequest.encode(upload.item.wire).dropFirst()
             }
             return out + Array("]}".utf8)
         case .edit(let number, let at, let members):
@@ -139,18 +139,18 @@ enum SyncRecord: Equatable {
         switch (first.key, first.value) {
         case ("format", .string(let format)):
             guard object.count == 3, format == Self.format, let userKey = object["userKey"]?.stringValue,
-                let numbered = object["numbered"].flatMap(BoxClient.integer)
+                let numbered = object["numbered"]?.int64Value
             else { return nil }
             self = .header(userKey: userKey, numbered: numbered)
         case ("enqueue", .array(let items)) where object.count == 1:
             var uploads: [SyncQueue.Upload] = []
             for case .object(let item) in items {
-                guard let number = item["n"].flatMap(BoxClient.integer), let id = item["id"]?.stringValue.flatMap(MessageID.init)
+                guard let number = item["n"]?.int64Value, let id = item["id"]?.stringValue.flatMap(MessageID.init)
                 else { return nil }
                 if item["deleted"] == .bool(true) {
                     uploads.append(.init(number: number, item: .delete(id)))
                 } else {
-                    guard let version = item["version"].flatMap(BoxClient.integer), case .object(let body)? = item["body"] else {
+                    guard let version = item["version"]?.int64Value, case .object(let body)? = item["body"] else {
                         return nil
                     }
                     uploads.append(.init(number: number, item: .put(id, version: version, body: JSONText(.object(body)))))
@@ -159,18 +159,18 @@ enum SyncRecord: Equatable {
             guard uploads.count == items.count else { return nil }
             self = .enqueue(uploads)
         case ("edit", .object(let edit)) where object.count == 1:
-            guard let number = edit["n"].flatMap(BoxClient.integer), let at = edit["at"]?.stringValue.flatMap(Timestamp.parse),
+            guard let number = edit["n"]?.int64Value, let at = edit["at"]?.stringValue.flatMap(Timestamp.parse),
                 case .object(let members)? = edit["members"]
             else { return nil }
             self = .edit(number: number, at: at, members: members.members)
         case ("done", .array(let numbers)) where object.count == 1:
-            let parsed = numbers.compactMap(BoxClient.integer)
+            let parsed = numbers.compactMap(\.int64Value)
             guard parsed.count == numbers.count else { return nil }
             self = .done(parsed)
         case ("editsDone", .object(let members)) where object.count == 1:
             var done: [String: Int64] = [:]
             for member in members.members {
-                guard let number = BoxClient.integer(member.value) else { return nil }
+                guard let number = member.value.int64Value else { return nil }
                 done[member.key] = number
             }
             self = .editsDone(done)

@@ -19,6 +19,14 @@ public struct TransportRequest: Sendable {
     }
 }
 
+extension TransportRequest {
+    /// A request of the wire's: `method` on `target` (an `Endpoint`'s path
+    /// and any query).
+    init(_ method: HTTPMethod, _ target: String, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.init(method: method.description, target: target, headers: headers, body: body)
+    }
+}
+
 /// What came back: the status, the headers (names lowercased), the body
 /// already decoded from any `Content-Encoding`.
 public struct TransportResponse: Sendable {

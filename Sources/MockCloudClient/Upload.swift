@@ -28,7 +28,7 @@ public struct UploadItem: Sendable, Equatable {
     /// its sync version (`HKMetadataKeySyncVersion`) the version. Throws
     /// for an identifier the server would refuse or a negative version.
     public static func sample(syncIdentifier: String, syncVersion: Int, body: JSONText) throws -> UploadItem {
-        guard syncVersion >= 0, syncVersion <= 999_999_999_999_999_999 else {
+        guard SyncVersion.range.contains(Int64(clamping: syncVersion)) else {
             throw ClientError.invalidArgument("sync version \(syncVersion) is not an integer from 0 to 18 digits")
         }
         return .put(try messageID(syncIdentifier), version: Int64(syncVersion), body: body)
@@ -38,6 +38,14 @@ public struct UploadItem: Sendable, Equatable {
     /// deleted objects carry it in their metadata).
     public static func deletion(syncIdentifier: String) throws -> UploadItem {
         .delete(try messageID(syncIdentifier))
+    }
+
+    /// The item as the wire's bulk request carries it.
+    var wire: BulkRequest.Item {
+        switch change {
+        case .put(let version, let body): return .put(id, version: version, body: body.bytes)
+        case .delete: return .delete(id)
+        }
     }
 
     private static func messageID(_ syncIdentifier: String) throws -> MessageID {
@@ -92,36 +100,29 @@ extension BoxClient {
     ) async throws -> [UploadOutcome] {
         var outcomes = [UploadOutcome?](repeating: nil, count: items.count)
         let limits = configuration.limits
-        let opening = Array(#"{"messages": ["#.utf8), closing = Array("]}".utf8)
+        let frame = BulkRequest.opening.count + BulkRequest.closing.count, separator = BulkRequest.separator.count
         var batches: [[Int]] = []
         var batch: [Int] = []
-        var size = opening.count + closing.count
+        var size = frame
         for (index, item) in items.enumerated() {
             if case .put(_, let json) = item.change, json.bytes.count > limits.maxItemBodyBytes {
                 outcomes[index] = .rejected(
                     status: 413, error: "body of \(json.bytes.count) bytes is over the \(limits.maxItemBodyBytes)-byte limit")
                 continue
             }
-            let encoded = Self.encode(item).count
-            if batch.count == limits.maxItems || (!batch.isEmpty && size + 2 + encoded > limits.maxRequestBytes) {
+            let encoded = BulkRequest.encode(item.wire).count
+            if batch.count == limits.maxItems || (!batch.isEmpty && size + separator + encoded > limits.maxRequestBytes) {
                 batches.append(batch)
                 batch = []
-                size = opening.count + closing.count
+                size = frame
             }
-            size += encoded + (batch.isEmpty ? 0 : 2)
+            size += encoded + (batch.isEmpty ? 0 : separator)
             batch.append(index)
         }
         if !batch.isEmpty { batches.append(batch) }
 
         /// The request body of batch `k`, made when it is sent.
-        func body(_ k: Int) -> [UInt8] {
-            var out = opening
-            for (n, index) in batches[k].enumerated() {
-                if n > 0 { out += Array(", ".utf8) }
-                out += Self.encode(items[index])
-            }
-            return out + closing
-        }
+        func body(_ k: Int) -> [UInt8] { BulkRequest.body(batches[k].map { BulkRequest.encode(items[$0].wire) }) }
 
         // Up to `uploadsInFlight` requests at once; a batch that names an id
         // of one still in flight waits for it, so that items of one id are
@@ -152,58 +153,35 @@ extension BoxClient {
         return outcomes.map { $0! }
     }
 
-    /// One bulk item's JSON: ids need no escaping (their alphabet has no
-    /// quote or backslash), bodies are already compact JSON.
-    static func encode(_ item: UploadItem) -> [UInt8] {
-        var out = Array(#"{"id": ""#.utf8) + Array(item.id.rawValue.utf8)
-        switch item.change {
-        case .put(let version, let body):
-            out += Array(#"", "version": "#.utf8)
-            ASCII.appendDecimal(Int(version), to: &out)
-            out += Array(#", "body": "#.utf8) + body.bytes + [UInt8(ascii: "}")]
-        case .delete:
-            out += Array(#"", "deleted": true}"#.utf8)
-        }
-        return out
-    }
-
-    /// A JSON integer that fits in Int64.
-    static func integer(_ value: JSONValue) -> Int64? {
-        guard case .number(let text) = value else { return nil }
-        return Int64(text)
-    }
-
     /// One `POST /inbox:bulk`; the results, checked against the ids sent.
     func sendBulk(_ body: [UInt8], ids: [MessageID]) async throws -> [UploadOutcome] {
         let request = TransportRequest(
-            method: "POST", target: "/inbox:bulk", headers: [("Content-Type", "application/json")], body: body)
+            .post, Endpoint.bulk.path, headers: [(HTTPHeader.contentType.name, HeaderValue.json)], body: body)
         let response = try await exchange(request, .safe)
         guard response.status == 200 else { throw Self.refusal(response) }
-        guard case .array(let results)? = try Self.object(response)["results"], results.count == ids.count else {
+        guard let results = BulkResult.results(of: .object(try Self.object(response))), results.count == ids.count else {
             throw ClientError.badAnswer("a bulk answer without one result per item")
         }
-        var outcomes: [UploadOutcome] = []
-        outcomes.reserveCapacity(ids.count)
-        for (id, result) in zip(ids, results) {
-            guard let object = result.objectValue, object["id"]?.stringValue == id.rawValue,
-                let status = object["status"].flatMap(Self.integer)
-            else { throw ClientError.badAnswer("a bulk result that does not match its item \(id)") }
-            let seq = object["seq"].flatMap(Self.integer)
-            let error = object["error"]?.stringValue ?? "status \(status)"
-            switch status {
-            case 200, 201:
-                guard let seq else { throw ClientError.badAnswer("a stored item without seq") }
-                outcomes.append(.stored(seq: seq, created: status == 201))
-            case 204: outcomes.append(.deleted(seq: seq))
-            case 404: outcomes.append(.deleted(seq: nil))
-            case 409:
-                guard case .object(let members)? = object["current"], let current = Envelope(members) else {
-                    throw ClientError.badAnswer("a 409 without its current envelope")
-                }
-                outcomes.append(.conflict(current: current))
-            default: outcomes.append(.rejected(status: Int(status), error: error))
+        return try zip(ids, results).map { id, result in
+            guard let result, result.id == .string(id.rawValue) else {
+                throw ClientError.badAnswer("a bulk result that does not match its item \(id)")
             }
+            return try Self.outcome(result)
         }
-        return outcomes
+    }
+
+    /// What a bulk result says of its item.
+    static func outcome(_ result: BulkResult) throws -> UploadOutcome {
+        switch result.status {
+        case 200, 201:
+            guard let seq = result.seq else { throw ClientError.badAnswer("a stored item without seq") }
+            return .stored(seq: seq, created: result.status == 201)
+        case 204: return .deleted(seq: result.seq)
+        case 404: return .deleted(seq: nil)
+        case 409:
+            guard let current = result.current else { throw ClientError.badAnswer("a 409 without its current envelope") }
+            return .conflict(current: current)
+        default: return .rejected(status: result.status, error: result.error ?? "status \(result.status)")
+        }
     }
 }

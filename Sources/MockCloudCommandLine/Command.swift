@@ -15,8 +15,8 @@ package struct Command<Action: Sendable>: Sendable {
         _ words: String, _ action: Action, arguments: [Argument] = [], options: [Option] = [], summary: String = "",
         isDefault: Bool = false
     ) {
-        // Split by hand: String.split costs the admin tool's start-up 40k
-        // instructions for its eleven commands.
+        // Split by hand: String.split is generic code whose run-time type
+        // work every start of a tool would pay, once per command.
         var parts: [String] = []
         var rest = Substring(words)
         while let space = rest.firstIndex(of: " ") {

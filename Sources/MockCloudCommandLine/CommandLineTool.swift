@@ -204,8 +204,8 @@ package struct CommandLineTool<Action: Sendable>: Sendable {
     }
 
     // Plain loops in what every run goes through: the generic algorithms
-    // (lazy, first(where:), filter) over the generic Command cost the admin
-    // tool's start-up half a million instructions of run-time type lookups.
+    // (lazy, first(where:), filter) over the generic Command make every
+    // start of the admin tool look types up at run time.
     private func option(named name: String) -> Option? {
         if let option = Self.option(named: name, in: commonOptions) { return option }
         for command in commands {

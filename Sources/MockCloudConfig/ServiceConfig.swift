@@ -104,7 +104,7 @@ package struct ServiceConfig: Sendable {
     /// for a change").
     package static let defaultWaitsPerAddress = 4
 
-    /// `MOCKCLOUD_WAITS_PER_ADDRESS` (1 to `Waiting.atOnce`; 4 when unset),
+    /// `MOCKCLOUD_WAITS_PER_ADDRESS` (1 to `Capacity.waitingAtOnce`; 4 when unset),
     /// or `nil` when `MOCKCLOUD_LIMITS` is `off`. `MOCKCLOUD_LIMITS` reaches
     /// the programs too, so that a box behind a proxy turns both per-address
     /// limits off with one setting; any value but `off` (or `on`, or empty)
@@ -119,9 +119,9 @@ package struct ServiceConfig: Sendable {
             return limits == "off" ? nil : defaultWaitsPerAddress
         }
         guard text.utf8.count <= 3, text.utf8.allSatisfy(ASCII.isDigit), let places = Int(text),
-            (1...Waiting.atOnce).contains(places)
+            (1...Capacity.waitingAtOnce).contains(places)
         else {
-            throw ConfigError("MOCKCLOUD_WAITS_PER_ADDRESS=\(text) is not a whole number from 1 to \(Waiting.atOnce) "
+            throw ConfigError("MOCKCLOUD_WAITS_PER_ADDRESS=\(text) is not a whole number from 1 to \(Capacity.waitingAtOnce) "
                 + "(the box's places for waiting requests): the waits one client address may hold at once")
         }
         return limits == "off" ? nil : places

@@ -1,3 +1,5 @@
+import MockCloudWire
+
 /// Why a request may not go on, when bearer tokens are required.
 package enum AccessError: HTTPResponseError, Equatable {
     case missingToken

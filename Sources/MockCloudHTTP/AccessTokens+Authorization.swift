@@ -10,7 +10,7 @@ extension AccessTokens {
         guard let header = request.header(HTTPHeader.authorization), !header.isEmpty else { throw AccessError.missingToken }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw AccessError.missingToken }
-        guard let entry = entry(for: parts[1].trimmingSpaces()) else { throw AccessError.tokenNotAccepted }
+        guard let entry = entry(for: parts[1].trimmingHeaderSpace()) else { throw AccessError.tokenNotAccepted }
         // A malformed key is the route's 400, not a 403.
         if let keys = entry.keys, let key = request.header(HTTPHeader.userKey).flatMap(UserKey.init), !keys.contains(key) {
             throw AccessError.keyNotAllowed

@@ -1,5 +1,6 @@
 import MockCloudConfig
 import MockCloudJSON
+import MockCloudStore
 import MockCloudSystem
 import MockCloudWire
 
@@ -136,7 +137,7 @@ package enum CGIProgram {
         try once(environment, HTTPHeader.deviceID)
         try once(environment, HTTPHeader.authorization)
         if let encoding = environment[HTTPHeader.contentEncoding.variable] {
-            let value = Substring(encoding).trimmingSpaces()
+            let value = Substring(encoding).trimmingHeaderSpace()
             if !value.isEmpty && value.lowercased() != "identity" { throw .unsupportedContentEncoding(value) }
         }
     }

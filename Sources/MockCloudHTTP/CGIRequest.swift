@@ -97,7 +97,7 @@ package struct CGIRequest: Sendable {
         guard let header = header(name) else { return nil }
         var tags: [EntityTag] = []
         for part in header.split(separator: ",") {
-            var item = Substring(part.trimmingSpaces())
+            var item = Substring(part.trimmingHeaderSpace())
             if item == "*" { return .any }
             if item.hasPrefix("W/") { item = item.dropFirst(2) }
             if item.count >= 2, item.first == "\"", item.last == "\"" {
@@ -112,6 +112,6 @@ package struct CGIRequest: Sendable {
     /// The media type of `Content-Type` without parameters, lowercased.
     package var mediaType: String {
         let bare = contentType.prefix { $0 != ";" }
-        return bare.trimmingSpaces().lowercased()
+        return bare.trimmingHeaderSpace().lowercased()
     }
 }

@@ -90,7 +90,7 @@ package struct CGIResponse: Sendable, Equatable {
         out.append(UInt8(ascii: " "))
         out.append(contentsOf: status.reason.utf8)
         out.append(contentsOf: "\r\n".utf8)
-        if hasBody { line(HTTPHeader.contentType.name, "application/json") }
+        if hasBody { line(HTTPHeader.contentType.name, HeaderValue.json) }
         for i in stride(from: 0, to: fields.count, by: 2) { line(fields[i], fields[i + 1]) }
         if hasBody {
             out.append(contentsOf: HTTPHeader.contentLength.name.utf8)

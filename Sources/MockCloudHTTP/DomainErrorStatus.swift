@@ -146,16 +146,16 @@ extension WaitError: HTTPResponseError {
         switch self {
         case .tooManyWaiting(let limit):
             return "too many requests are waiting for changes (\(limit) at once on this server); "
-                + "retry after \(Waiting.retryAfterSeconds) seconds"
+                + "retry after \(Capacity.retryAfterSeconds) seconds"
         case .addressHoldsItsShare(let share):
             return "too many waiting requests from this address: \(share.places) already "
                 + (share.places == 1 ? "waits" : "wait") + " for changes, "
-                + "its share of the server's \(Waiting.atOnce) places (MOCKCLOUD_WAITS_PER_ADDRESS); "
-                + "retry after \(Waiting.retryAfterSeconds) seconds, or end a wait it no longer needs"
+                + "its share of the server's \(Capacity.waitingAtOnce) places (MOCKCLOUD_WAITS_PER_ADDRESS); "
+                + "retry after \(Capacity.retryAfterSeconds) seconds, or end a wait it no longer needs"
         }
     }
 
-    package var extraHeaders: [(String, String)] { [(HTTPHeader.retryAfter.name, String(Waiting.retryAfterSeconds))] }
+    package var extraHeaders: [(String, String)] { [(HTTPHeader.retryAfter.name, String(Capacity.retryAfterSeconds))] }
     package var logDetail: String? { description }
 }
 

@@ -9,10 +9,6 @@ import MockCloudWire
 package struct InboxRoute: Sendable {
     /// The largest message body: 256 KiB (the limit itself is accepted).
     package static let bodyLimit = WireLimits.messageBodyBytes
-    package static let collectionPath = "/inbox"
-    /// The methods served, in the order `Allow` lists them.
-    static let collectionMethods: [HTTPMethod] = [.get, .head, .post]
-    static let messageMethods: [HTTPMethod] = [.get, .head, .put, .delete]
     /// Feed page sizes.
     package static let limits = WireLimits.feedPageSizes
     package static let defaultLimit = WireLimits.feedPageDefault
@@ -56,12 +52,12 @@ package struct InboxRoute: Sendable {
     /// user key (a 405 names the methods), the user key before the message id. A write
     /// leaves its inbox's upkeep (compaction, tidying) in `afterAnswer`.
     package func respond(to request: CGIRequest, afterAnswer: inout Upkeep) throws -> CGIResponse {
-        if request.path == Self.bulkPath { return try bulk(request, afterAnswer: &afterAnswer) }
+        if request.path == Endpoint.bulk.path { return try bulk(request, afterAnswer: &afterAnswer) }
         // The program reads bodies up to the bulk limit; every other request
         // keeps a single message's.
         if request.body.count > Self.bodyLimit { throw RequestError.bodyTooLarge(limit: Self.bodyLimit) }
-        let messagePrefix = Self.collectionPath + "/"
-        guard request.path != Self.collectionPath else {
+        let messagePrefix = Endpoint.message.path
+        guard request.path != Endpoint.inbox.path else {
             switch request.method {
             case .get, .head:
                 let query = try QueryString(request, takes: QueryParameters.feed)
@@ -70,7 +66,7 @@ package struct InboxRoute: Sendable {
                 _ = try QueryString(request, takes: QueryParameters.none)
                 return try post(request, try store(for: request, afterAnswer: &afterAnswer))
             case .put, .patch, .delete, .other:
-                throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Self.collectionMethods)
+                throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Endpoint.inbox.methods)
             }
         }
         guard request.path.hasPrefix(messagePrefix) else { throw RequestError.notFound }
@@ -82,7 +78,7 @@ package struct InboxRoute: Sendable {
         switch request.method {
         case .get, .head:
             let store = try store(for: request)
-            guard let envelope = try store.read(try Self.messageID(idText)), !envelope.isTombstone else {
+            guard let envelope = try store.read(try Self.messageID(idText)), !envelope.envelope.isTombstone else {
                 throw InboxError.noMessage
             }
             return CGIResponse(status: .ok, body: envelope.bytes)
@@ -96,7 +92,7 @@ package struct InboxRoute: Sendable {
             }
             return CGIResponse(status: .noContent)
         case .post, .patch, .other:
-            throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Self.messageMethods)
+            throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Endpoint.message.methods)
         }
     }
 
@@ -174,8 +170,8 @@ package struct InboxRoute: Sendable {
         return CGIResponse(status: .ok, body: page.bytes)
     }
 
-    private static func created(_ envelope: Envelope) -> CGIResponse {
-        CGIResponse(status: .created, header: HTTPHeader.location.name, "\(collectionPath)/\(envelope.id.rawValue)", body: envelope.bytes)
+    private static func created(_ stored: StoredEnvelope) -> CGIResponse {
+        CGIResponse(status: .created, header: HTTPHeader.location.name, Endpoint.message(stored.envelope.id), body: stored.bytes)
     }
 
     /// What a PUT or POST of one message carries: `X-Sync-Version` (default
@@ -187,19 +183,12 @@ package struct InboxRoute: Sendable {
 
         init(_ request: CGIRequest) throws {
             if let text = request.header(HTTPHeader.syncVersion) {
-                guard let value = InboxRoute.syncVersion(text) else { throw InboxRequestError.invalidSyncVersion(text) }
+                guard let value = SyncVersion.parse(text) else { throw InboxRequestError.invalidSyncVersion(text) }
                 version = value
             }
             source = try InboxRoute.source(request)
             body = .object(try request.jsonObjectBody(or: RequestError.notAnObject))
         }
-    }
-
-    /// A sync version as `X-Sync-Version` or a bulk item's `version` spells
-    /// it: 1 to 18 decimal digits (no sign, no point, no exponent).
-    static func syncVersion(_ text: String) -> Int64? {
-        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy(ASCII.isDigit) else { return nil }
-        return Int64(text)
     }
 
     /// `X-Device-Id`, the writer a message's `source` names; `nil` when absent.

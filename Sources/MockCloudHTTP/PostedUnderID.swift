@@ -24,5 +24,5 @@ package struct PostedUnderID: HTTPResponseError {
     package var extraMembers: [JSONMember] { [JSONMember("id", .string(id.rawValue))] }
     package var extraHeaders: [(String, String)] { [(HTTPHeader.location.name, location)] }
 
-    private var location: String { InboxRoute.collectionPath + "/" + id.rawValue }
+    private var location: String { Endpoint.message(id) }
 }

@@ -10,20 +10,8 @@ import MockCloudWire
 /// with `X-Merge: fields`, a PATCH merges per member and a GET answers the
 /// member times (docs/API.md §3).
 package struct SettingsRoute: Sendable {
-    /// The path this route serves.
-    package static let path = "/user/settings"
     /// The largest body accepted: 1 MiB (the limit itself is accepted).
     package static let bodyLimit = WireLimits.settingsBodyBytes
-    /// The methods served, in the order `Allow` lists them.
-    package static let methods: [HTTPMethod] = [.get, .head, .put, .patch, .delete]
-    /// The `Content-Type` a PATCH must carry.
-    package static let mergePatchType = "application/merge-patch+json"
-
-    /// The one `X-Merge` value.
-    package static let mergeFields = "fields"
-    /// The longest `X-Merge-Kept` value: nginx takes an answer's headers in
-    /// one buffer of a page, and a longer list ends with `*`.
-    package static let keptHeaderLimit = 2048
 
     let store: SettingsStore
     let waiting: WaitHost
@@ -55,7 +43,7 @@ package struct SettingsRoute: Sendable {
 
     /// Answers one request: parse, call the store, map its answer.
     package func respond(to request: CGIRequest) throws -> CGIResponse {
-        guard request.path == Self.path else { throw RequestError.notFound }
+        guard request.path == Endpoint.settings.path else { throw RequestError.notFound }
         // The method is checked before the query and the user key: a 405
         // names the methods.
         switch request.method {
@@ -70,7 +58,7 @@ package struct SettingsRoute: Sendable {
             _ = try QueryString(request, takes: QueryParameters.none)
             return try change(request)
         case .post, .other:
-            throw RequestError.methodNotAllowed(method: request.method, path: Self.path, allowed: Self.methods)
+            throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Endpoint.settings.methods)
         }
     }
 
@@ -85,8 +73,8 @@ package struct SettingsRoute: Sendable {
             return Self.answer(try store.replace(key, with: document, given: request.preconditions))
         case .patch:
             let key = try request.userKey()
-            guard request.mediaType == Self.mergePatchType else {
-                throw RequestError.unsupportedMediaType(expected: Self.mergePatchType, received: request.contentType)
+            guard request.mediaType == HeaderValue.mergePatch else {
+                throw RequestError.unsupportedMediaType(expected: HeaderValue.mergePatch, received: request.contentType)
             }
             let patch = try request.jsonObjectBody(or: RequestError.mergePatchNotObject)
             guard try Self.mergesFields(request) else {
@@ -97,9 +85,9 @@ package struct SettingsRoute: Sendable {
             if let problem = merged.problem { log(problem) }
             // `X-Merge: fields` says the box merged per field (an older one ignores the header).
             var headers: [CGIResponse.Header] = [
-                .init(HTTPHeader.etag.name, merged.stored.etag.text), .init(HTTPHeader.merge.name, Self.mergeFields),
+                .init(HTTPHeader.etag.name, merged.stored.etag.text), .init(HTTPHeader.merge.name, HeaderValue.mergeFields),
             ]
-            if let kept = Self.keptHeader(merged.kept) { headers.append(.init(HTTPHeader.mergeKept.name, kept)) }
+            if let kept = MergeKept.header(merged.kept) { headers.append(.init(HTTPHeader.mergeKept.name, kept)) }
             return .json(.ok, merged.stored.document ?? .object(JSONObject()), headers: headers)
         case .delete:
             let key = try request.userKey()
@@ -107,7 +95,7 @@ package struct SettingsRoute: Sendable {
             try store.remove(key, given: request.preconditions)
             return CGIResponse(status: .noContent)
         case .get, .head, .post, .other:
-            throw RequestError.methodNotAllowed(method: request.method, path: Self.path, allowed: Self.methods)
+            throw RequestError.methodNotAllowed(method: request.method, path: request.path, allowed: Endpoint.settings.methods)
         }
     }
 
@@ -168,47 +156,21 @@ package struct SettingsRoute: Sendable {
         guard let document = timed.stored.document else {
             throw SettingsError.storedDocumentUnreadable(file: store.path(for: key))
         }
-        let answer = JSONObject(uniqueMembers: [JSONMember("document", document), JSONMember("times", timed.times.json)])
-        return .json(.ok, .object(answer), headers: [
-            .init(HTTPHeader.etag.name, etag.text), .init(HTTPHeader.merge.name, Self.mergeFields),
+        return .json(.ok, TimedDocument(document: document, times: timed.times).json, headers: [
+            .init(HTTPHeader.etag.name, etag.text), .init(HTTPHeader.merge.name, HeaderValue.mergeFields),
         ])
     }
 
     /// True for `X-Merge: fields`, false without `X-Merge`; any other value is a 400.
     private static func mergesFields(_ request: CGIRequest) throws(RequestError) -> Bool {
         guard let value = request.header(HTTPHeader.merge) else { return false }
-        guard Substring(value).trimmingSpaces().lowercased() == mergeFields else { throw .unknownMerge(value) }
+        guard Substring(value).trimmingHeaderSpace().lowercased() == HeaderValue.mergeFields else { throw .unknownMerge(value) }
         return true
     }
 
     /// A PUT or DELETE with `X-Merge` is a 400: it would not do what it asks.
     private static func refuseMerge(_ request: CGIRequest) throws(RequestError) {
         if request.header(HTTPHeader.merge) != nil { throw .mergeNotForMethod(request.method) }
-    }
-
-    /// `X-Merge-Kept`: the names, `, `-separated, each as it is when made of
-    /// letters, digits, `_`, `.` and `-`, else as a JSON string (quoted,
-    /// with `\uXXXX` escapes: nothing a header cannot carry). `nil` when
-    /// none; past `keptHeaderLimit`, the names that fit and then `*`.
-    package static func keptHeader(_ names: [String]) -> String? {
-        guard !names.isEmpty else { return nil }
-        var out: [UInt8] = []
-        for name in names {
-            var item: [UInt8] = []
-            let bare = !name.isEmpty && name.utf8.allSatisfy { byte in
-                ASCII.isDigit(byte) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
-                    || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
-            }
-            if bare { item = Array(name.utf8) } else { JSONPrinter.writeString(name, into: &item) }
-            let separator = out.isEmpty ? 0 : 2
-            if out.count + separator + item.count + 3 > keptHeaderLimit {
-                out += Array((out.isEmpty ? "*" : ", *").utf8)
-                break
-            }
-            if separator > 0 { out += [UInt8(ascii: ","), UInt8(ascii: " ")] }
-            out += item
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// 200 with the stored document and its tag.

@@ -1,3 +1,4 @@
+import MockCloudConfig
 import MockCloudStore
 import MockCloudSystem
 
@@ -35,12 +36,13 @@ package struct WaitHost: Sendable {
     /// In a test or a tool: no alarm to move, no reader to watch, no share.
     package static let none = WaitHost(allow: { _ in }, answerPaths: { [] }, perAddress: nil)
 
-    /// The limit of a wait of `seconds`, starting now, for a client at
-    /// `address` (`REMOTE_ADDR`; `nil` or empty: none counted).
+    /// The limit of a wait of `seconds`, starting now, in one of the box's
+    /// places for waiting requests (`Capacity`), for a client at `address`
+    /// (`REMOTE_ADDR`; `nil` or empty: none counted).
     func limit(seconds: Int, address: String?) -> WaitLimit {
         allow(seconds)
         var share: WaitShare?
         if let perAddress, let address, !address.isEmpty { share = WaitShare(address: address, places: perAddress) }
-        return WaitLimit(seconds: seconds, answerPaths: answerPaths(), share: share)
+        return WaitLimit(seconds: seconds, places: Capacity.waitingAtOnce, answerPaths: answerPaths(), share: share)
     }
 }

@@ -26,7 +26,7 @@ package enum ASCII {
     /// repairs each invalid sequence to U+FFFD, which changes the bytes, so
     /// the text is valid exactly when it encodes back to them. (The standard
     /// library's generic `String(validating:as:)` demangles a type name on its
-    /// first call: 18k instructions in a process that lives for one request.)
+    /// first call, which a process that lives for one request pays in full.)
     package static func validUTF8(_ bytes: [UInt8]) -> String? {
         let text = String(decoding: bytes, as: UTF8.self)
         return text.utf8.elementsEqual(bytes) ? text : nil
@@ -65,7 +65,7 @@ package enum ASCII {
     /// The bytes of an even-length hex text; `nil` when it is not one.
     /// Not generic: callers in other modules would get the unspecialised
     /// form, whose first call looks up `Collection.Element` at run time
-    /// (230k instructions, 60% of a signed GET /user/settings).
+    /// (more than the rest of a signed GET /user/settings).
     package static func decodeHex(_ text: ArraySlice<UInt8>) -> [UInt8]? {
         guard text.count % 2 == 0 else { return nil }
         var out: [UInt8] = []

@@ -6,7 +6,7 @@
 /// only the escapes `JSONPrinter.writeString` writes, no key twice in an
 /// object) that answer is the file's own tokens with `", "` and `": "`
 /// between them, so it is copied token by token: no tree, no strings, no
-/// member arrays, which were a third of a GET's instructions. Anything else
+/// member arrays, which were much of what a GET cost. Anything else
 /// (a hand edit with `\/`, raw UTF-8 or a repeated key, nesting past 64
 /// levels, an object of more than `compactFormMemberLimit` members, a byte order
 /// mark, a damaged file) gets `nil`, and the full parser and printer answer

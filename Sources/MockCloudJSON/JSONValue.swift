@@ -20,6 +20,13 @@ package enum JSONValue: Equatable, Sendable {
         if case .string(let text) = self { return text }
         return nil
     }
+
+    /// The number when this is an integer that fits in Int64 (written
+    /// without a point or an exponent).
+    package var int64Value: Int64? {
+        if case .number(let text) = self { return Int64(text) }
+        return nil
+    }
 }
 
 extension JSONValue {

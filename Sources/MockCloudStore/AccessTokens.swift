@@ -11,9 +11,8 @@ import MockCloudWire
 /// constant time (`CRYPTO_memcmp`), and never logged.
 ///
 /// A class, not a struct: `ServiceConfig` holds an optional one, and a nil
-/// class reference is a null pointer, while an optional struct costs every
-/// CGI process Optional's run-time metadata (about 100k instructions of a
-/// signed GET when it was a struct).
+/// class reference is a null pointer, while an optional struct makes every
+/// CGI process build Optional's run-time metadata.
 package final class AccessTokens: Sendable {
     /// One stored token: the SHA-256 of the token, and the user keys it
     /// may use (`nil`: every key).

@@ -47,7 +47,10 @@ package struct ChangeLog {
         } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
             let header = ChangeLogHeader(
                 generation: newGeneration(), compactedThrough: 0, lastSeq: 0, records: 0, epoch: 0)
-            try AtomicFile.write(encode(header), to: lastComponent(path), in: directory)
+            try StorageError.writing {
+                try AtomicFile.write(
+                    encode(header), to: lastComponent(path), in: directory, beforeVisibleChange: WriteProgress.beginVisibleChange)
+            }
             fd = try Sys.open(path, .readWrite | .noFollow)
         }
         do {
@@ -282,11 +285,11 @@ extension ChangeLog {
         private var file: PendingFile
 
         /// Starts the new log of the log at `path`, its header's place
-        /// reserved. Throws `StorageError`.
+        /// reserved. Throws `StorageError`, as each step does.
         package init(of path: String, directory: String) throws {
-            file = try PendingFile(ChangeLog.lastComponent(path), in: directory)
+            file = try StorageError.writing { try PendingFile(ChangeLog.lastComponent(path), in: directory) }
             do {
-                try file.append(ChangeLog.pad([]))
+                try StorageError.writing { try file.append(ChangeLog.pad([])) }
             } catch {
                 file.abandon()
                 throw error
@@ -298,12 +301,12 @@ extension ChangeLog {
 
         /// Adds `records` at the end.
         package mutating func append(_ records: [ChangeRecord]) throws {
-            try file.append(ChangeLog.encode(records))
+            try StorageError.writing { try file.append(ChangeLog.encode(records)) }
         }
 
         /// Makes the records so far durable, so that `commit` syncs only what it adds.
         package func sync() throws {
-            try file.sync()
+            try StorageError.writing { try file.sync() }
         }
 
         /// Adds `records`, writes `header` in its place, and puts the new
@@ -311,13 +314,15 @@ extension ChangeLog {
         /// rename leaves the live log and removes the new one.
         package mutating func commit(header: ChangeLogHeader, then records: [ChangeRecord]) throws {
             do {
-                try file.append(ChangeLog.encode(records))
-                try file.write(ChangeLog.encode(header), at: 0)
+                try StorageError.writing {
+                    try file.append(ChangeLog.encode(records))
+                    try file.write(ChangeLog.encode(header), at: 0)
+                }
             } catch {
                 file.abandon()
                 throw error
             }
-            try file.commit()
+            try StorageError.writing { try file.commit() }
         }
 
         /// Removes the new log, best effort; nothing once committed.

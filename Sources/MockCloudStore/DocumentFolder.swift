@@ -17,10 +17,14 @@ package struct DocumentFolder: Sendable {
     /// The stored bytes and what their sidecar says of them; `nil` when the
     /// document is absent. Signing off: `.unsigned`, no sidecar is read.
     package func inspect(_ name: String, at place: DocumentPlace) throws -> (bytes: [UInt8], verdict: Integrity.Verdict)? {
-        guard let bytes = try AtomicFile.read(name, in: directory) else { return nil }
-        guard integrity.keys != nil else { return (bytes, .unsigned) }
-        let sidecar = try AtomicFile.read(Sys.path(name, Self.sidecarSuffix), in: directory)
-        return (bytes, integrity.verdict(for: bytes, sidecar: sidecar, at: place))
+        do {
+            guard let bytes = try AtomicFile.read(name, in: directory) else { return nil }
+            guard integrity.keys != nil else { return (bytes, .unsigned) }
+            let sidecar = try AtomicFile.read(Sys.path(name, Self.sidecarSuffix), in: directory)
+            return (bytes, integrity.verdict(for: bytes, sidecar: sidecar, at: place))
+        } catch let error as SystemError {
+            throw StorageError(error, .reading)
+        }
     }
 
     /// The stored bytes, verified; `nil` when absent. A document that fails
@@ -35,7 +39,7 @@ package struct DocumentFolder: Sendable {
         if case .invalid = verdict, let root {
             let again = { try inspect(name, at: place) }
             guard let settled = try KeyLock.withExistingLock(
-                root: root, route: place.route, key: place.key, shared: true, again, ifMissing: again)
+                root: root, store: place.store, key: place.key, shared: true, again, ifMissing: again)
             else { return nil }
             (bytes, verdict) = settled
         }
@@ -58,16 +62,28 @@ package struct DocumentFolder: Sendable {
     /// narrows its sidecar, and a failure there is not the write's failure
     /// (the pair still verifies; the next write of the document narrows it).
     package func write(_ bytes: [UInt8], to name: String, at place: DocumentPlace, replacing previous: [UInt8]?) throws {
-        var batch = AtomicBatch(directory: directory)
-        let final = try stage(bytes, as: name, at: place, replacing: previous, into: &batch)
-        try batch.commit()
-        if let final { try? AtomicFile.write(final, to: Sys.path(name, Self.sidecarSuffix), in: directory) }
+        try StorageError.writing {
+            var batch = AtomicBatch(directory: directory)
+            let final = try stage(bytes, as: name, at: place, replacing: previous, into: &batch)
+            try batch.commit(beforeVisibleChange: WriteProgress.beginVisibleChange)
+            if let final { try? writeSidecar(final, of: name) }
+        }
+    }
+
+    /// Replaces the MAC sidecar of `name` with `sidecar` (signed by
+    /// `Integrity`), the document left as it is.
+    package func writeSidecar(_ sidecar: [UInt8], of name: String) throws {
+        try StorageError.writing { try AtomicFile.write(sidecar, to: Sys.path(name, Self.sidecarSuffix), in: directory) }
     }
 
     /// Replaces many documents as `write` replaces one, with one sync of the
     /// new files, one of the sidecars that keep the new MAC alone, and one
     /// directory fsync after each.
     package func write(_ documents: [DocumentWrite]) throws {
+        try StorageError.writing { try writeAll(documents) }
+    }
+
+    private func writeAll(_ documents: [DocumentWrite]) throws {
         var batch = AtomicBatch(directory: directory)
         var finalSidecars: [[UInt8]] = []
         var finalNames: [String] = []
@@ -78,7 +94,7 @@ package struct DocumentFolder: Sendable {
             finalNames.append(Sys.path(document.name, Self.sidecarSuffix))
             finalSidecars.append(final)
         }
-        try batch.commit()
+        try batch.commit(beforeVisibleChange: WriteProgress.beginVisibleChange)
         // The sidecars that accepted both states are in place: only now may
         // the final ones take their temporary names. Best effort, as in `write`.
         var finals = AtomicBatch(directory: directory)
@@ -118,9 +134,11 @@ package struct DocumentFolder: Sendable {
     /// `durably`: the folder is synced after each (else the caller syncs it).
     package func remove(_ name: String, durably: Bool = true) throws -> Bool {
         WriteProgress.beginVisibleChange()
-        let removed = try AtomicFile.remove(name, in: directory, durably: durably)
-        _ = try? AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: durably && removed)
-        return removed
+        return try StorageError.writing {
+            let removed = try AtomicFile.remove(name, in: directory, durably: durably)
+            _ = try? AtomicFile.remove(Sys.path(name, Self.sidecarSuffix), in: directory, durably: durably && removed)
+            return removed
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 import MockCloudWire
 /// Where a stored document belongs. The MAC covers this with the bytes, so a
-/// file copied to another key, another id or another route fails like an edit.
+/// file copied to another key, another id or another store fails like an edit.
 package struct DocumentPlace: Sendable, Equatable {
-    package let route: Route
+    package let store: StoreName
     package let key: UserKey
     /// The message id; `nil` for settings.
     package let id: MessageID?
@@ -17,20 +17,20 @@ package struct DocumentPlace: Sendable, Equatable {
         case memberTimes
     }
 
-    package init(route: Route, key: UserKey, id: MessageID? = nil, content: Content = .document) {
-        self.route = route
+    package init(store: StoreName, key: UserKey, id: MessageID? = nil, content: Content = .document) {
+        self.store = store
         self.key = key
         self.id = id
         self.content = content
     }
 
-    /// The name the MAC covers for the route: the route's own for a
+    /// The name the MAC covers for the store: the store's own for a
     /// document, another for what lies beside it, so that neither verifies
     /// in the other's place.
     var domain: String {
         switch content {
-        case .document: return route.name
-        case .memberTimes: return route.name + "/member-times"
+        case .document: return store.name
+        case .memberTimes: return store.name + "/member-times"
         }
     }
 }

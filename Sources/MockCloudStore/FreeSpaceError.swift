@@ -52,12 +52,10 @@ extension FreeSpaceError {
     /// Tells `notice` that `root` gets no floor, unless an earlier process
     /// did: the first to create the marker file says it.
     private static func tellOnce(_ root: String, _ notice: (String) -> Void) {
-        let folder = Sys.path(root, "/.locks")
-        let marker = Sys.path(folder, "/", noSizeToldName)
+        let data = DataDirectory(root)
+        let marker = data.marker(noSizeToldName)
         do {
-            // As KeyLock makes it: never through a planted link.
-            try Sys.checkDirectory(folder)
-            try Sys.makeDirectories(folder)
+            try data.makeLocks()
             Sys.close(try Sys.open(marker, .writeOnly | .create | .exclusive | .noFollow))
         } catch let error as SystemError where error.errno == .exists {
             return

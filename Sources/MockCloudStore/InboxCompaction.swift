@@ -93,7 +93,7 @@ struct InboxCompaction {
                 kept.reserveCapacity(records.count)
                 for record in records {
                     // Unlocked: a signed file read while a writer replaces it is checked again under the lock.
-                    guard let state = try store.read(record.id), state.seq == record.seq else { continue }
+                    guard let state = try store.read(record.id)?.envelope, state.seq == record.seq else { continue }
                     if state.isTombstone, let deletedAt = Timestamp.parse(state.serverReceivedAt), deletedAt <= horizon {
                         expired.append(state.id)
                         header.compactedThrough = max(header.compactedThrough, state.seq)
@@ -122,7 +122,7 @@ struct InboxCompaction {
         guard var next = replacement else { preconditionFailure("swap before build") }
         replacement = nil
         defer { next.abandon() }
-        try KeyLock.withLock(root: store.root, route: InboxStore.route, key: store.key) {
+        try KeyLock.withLock(root: store.root, store: InboxStore.storeName, key: store.key) {
             guard let current = try ChangeLog.openForReading(store.logPath) else {
                 throw InboxError.damagedLog(path: store.logPath)
             }
@@ -152,7 +152,7 @@ struct InboxCompaction {
         guard !expired.isEmpty else { return }
         var seen = swappedInCount
         while !expired.isEmpty {
-            try KeyLock.withLock(root: store.root, route: InboxStore.route, key: store.key) {
+            try KeyLock.withLock(root: store.root, store: InboxStore.storeName, key: store.key) {
                 if let current = try ChangeLog.openForReading(store.logPath) {
                     defer { current.close() }
                     if current.count > seen {

@@ -22,8 +22,8 @@ package struct InboxStore: Sendable {
     let clock: @Sendable () -> Timestamp.Micros
     /// Each message's latest state, with its MAC sidecar when signing is on.
     let messages: DocumentFolder
-    /// The route: the folder in the data directory, the lock and the MACs.
-    static let route = Route.inbox
+    /// Its name: the folder in the data directory, the lock and the MACs.
+    static let storeName = StoreName.inbox
 
     package init(root: String, key: UserKey, settings: InboxSettings = InboxSettings(), integrity: Integrity = .off,
                  clock: @escaping @Sendable () -> Timestamp.Micros = Timestamp.now) {
@@ -31,33 +31,33 @@ package struct InboxStore: Sendable {
         self.key = key
         self.settings = settings
         self.clock = clock
-        messages = DocumentFolder(directory: Sys.path(root, "/", Self.route.name, "/", key.rawValue, "/messages"), integrity: integrity)
+        messages = DocumentFolder(directory: DataDirectory(root).messages(key), integrity: integrity)
     }
 
-    package var directory: String { Sys.path(root, "/", Self.route.name, "/", key.rawValue) }
+    package var directory: String { DataDirectory(root).inbox(key) }
     package var messagesDirectory: String { messages.directory }
-    var logPath: String { Sys.path(directory, "/changes.log") }
+    var logPath: String { DataDirectory(root).changeLog(key) }
 
     func fileName(_ id: MessageID) -> String { Sys.path(id.rawValue, ".json") }
 
-    private func place(_ id: MessageID) -> DocumentPlace { DocumentPlace(route: Self.route, key: key, id: id) }
+    private func place(_ id: MessageID) -> DocumentPlace { DocumentPlace(store: Self.storeName, key: key, id: id) }
 
     /// The stored state of `id`, verified: the envelope, a tombstone, or
     /// `nil`. For a caller that holds the key's lock; `read` is for one that
     /// does not.
-    package func load(_ id: MessageID) throws -> Envelope? {
+    package func load(_ id: MessageID) throws -> StoredEnvelope? {
         try envelope(id, bytes: try messages.read(fileName(id), at: place(id)))
     }
 
     /// `load` without the key's lock (GET /inbox/<id>): a message being
     /// replaced while it is read is checked again under the lock.
-    package func read(_ id: MessageID) throws -> Envelope? {
+    package func read(_ id: MessageID) throws -> StoredEnvelope? {
         try envelope(id, bytes: try messages.read(fileName(id), at: place(id), unlockedIn: root))
     }
 
-    private func envelope(_ id: MessageID, bytes: [UInt8]?) throws -> Envelope? {
+    private func envelope(_ id: MessageID, bytes: [UInt8]?) throws -> StoredEnvelope? {
         guard let bytes else { return nil }
-        guard let envelope = Envelope(bytes: bytes), envelope.id == id else {
+        guard let envelope = StoredEnvelope(bytes: bytes), envelope.envelope.id == id else {
             throw InboxError.damagedMessage(path: messagesDirectory + "/" + fileName(id))
         }
         return envelope
@@ -66,11 +66,11 @@ package struct InboxStore: Sendable {
     /// How the write of one message ended.
     package enum PutOutcome: Equatable {
         /// No message had this id (or only a tombstone): a new one.
-        case created(Envelope)
+        case created(StoredEnvelope)
         /// A higher version, or the same version with another body: a new seq.
-        case replaced(Envelope)
+        case replaced(StoredEnvelope)
         /// The same version and body: a retry, nothing written.
-        case unchanged(Envelope)
+        case unchanged(StoredEnvelope)
     }
 
     /// Stores `body` under `id` with the sync version rules of HealthKit.
@@ -85,7 +85,7 @@ package struct InboxStore: Sendable {
     /// Replaces a live message with a tombstone; false when there was none.
     package func delete(_ id: MessageID, source: DeviceID?) throws -> Bool {
         // Nothing to delete: answer without creating an inbox on disk.
-        guard let seen = try read(id), !seen.isTombstone else { return false }
+        guard let seen = try read(id), !seen.envelope.isTombstone else { return false }
         if case .deleted = try applyOne(.delete(id), source: source) { return true }
         return false
     }
@@ -113,15 +113,15 @@ package struct InboxStore: Sendable {
     package enum ChangeOutcome {
         case written(PutOutcome)
         /// The tombstone a deletion left.
-        case deleted(Envelope)
+        case deleted(StoredEnvelope)
         /// Nothing written for this change: no message to delete, a lower
         /// version, a full inbox.
         case refused(InboxError)
     }
 
     /// A single PUT or DELETE: `apply` for one change, without its tables
-    /// (each new generic container costs a process ~20k instructions to
-    /// describe at run time, and a single write pays for every one).
+    /// (each new generic container costs a process its description at run
+    /// time, and a single write would pay for every one).
     private func applyOne(_ change: Change, source: DeviceID?) throws -> ChangeOutcome {
         try changing(onlyDeleting: change.isDeletion) { log in
             let current = try load(change.id)
@@ -154,8 +154,8 @@ package struct InboxStore: Sendable {
             return changes.map { _ in .refused(.noMessage) }
         }
         return try changing(onlyDeleting: onlyDeleting) { log in
-            var states: [MessageID: Envelope?] = [:]  // after the changes so far
-            var stored: [MessageID: Envelope?] = [:]  // on disk before this request
+            var states: [MessageID: StoredEnvelope?] = [:]  // after the changes so far
+            var stored: [MessageID: StoredEnvelope?] = [:]  // on disk before this request
             var order: [MessageID] = []  // ids changed, first change first
             var records: [ChangeRecord] = []
             var outcomes: [ChangeOutcome] = []
@@ -164,7 +164,7 @@ package struct InboxStore: Sendable {
             let receivedAt = Timestamp.format(clock())
             for change in changes {
                 let id = change.id
-                let current: Envelope?
+                let current: StoredEnvelope?
                 if let state = states[id] {
                     current = state
                 } else {
@@ -194,21 +194,22 @@ package struct InboxStore: Sendable {
 
     /// What one change does to `current`, as its own request decides it: the
     /// new state (its seq, source and time set by `stamp`), or why not.
-    private func decide(_ change: Change, current: Envelope?) -> ChangeOutcome {
+    private func decide(_ change: Change, current stored: StoredEnvelope?) -> ChangeOutcome {
+        let current = stored?.envelope
         let isLive = current.map { !$0.isTombstone } ?? false
         switch change {
         case .delete(let id):
             guard let current, isLive else { return .refused(.noMessage) }
-            return .deleted(Envelope(id: id, version: current.version, seq: 0, source: nil,
-                                     serverReceivedAt: "", body: nil))
+            return .deleted(StoredEnvelope(Envelope(id: id, version: current.version, seq: 0, source: nil,
+                                                    serverReceivedAt: "", body: nil)))
         case .put(let id, let version, let body):
-            if let current, isLive {
+            if let stored, let current, isLive {
                 if version < current.version { return .refused(.lowerVersion(incoming: version, current: current)) }
                 if version == current.version, current.content.map(JSONPrinter.compact) == body.compact {
-                    return .written(.unchanged(current))
+                    return .written(.unchanged(stored))
                 }
             }
-            let envelope = Envelope(id: id, version: version, seq: 0, source: nil, serverReceivedAt: "", body: body)
+            let envelope = StoredEnvelope(id: id, version: version, body: body)
             return .written(isLive ? .replaced(envelope) : .created(envelope))
         }
     }
@@ -217,22 +218,20 @@ package struct InboxStore: Sendable {
     /// stamps the envelope with `seq`, `source` and the time, counts the live
     /// messages, and returns the log record to append (`nil`: nothing to write).
     private func stamp(
-        _ outcome: inout ChangeOutcome, current: Envelope?, seq: Int64, source: DeviceID?, at receivedAt: String,
+        _ outcome: inout ChangeOutcome, current: StoredEnvelope?, seq: Int64, source: DeviceID?, at receivedAt: String,
         live: inout Int
     ) -> ChangeRecord? {
         guard var envelope = outcome.written else { return nil }
-        let wasLive = current.map { !$0.isTombstone } ?? false
+        let wasLive = current.map { !$0.envelope.isTombstone } ?? false
         if !wasLive && live + 1 > settings.maxMessages {
             outcome = .refused(.inboxFull(limit: settings.maxMessages))
             return nil
         }
-        envelope.seq = seq
-        envelope.sourceText = source?.rawValue
-        envelope.serverReceivedAt = receivedAt
-        envelope.printOnce()  // for the file and the answer
+        envelope.stamp(seq: seq, source: source, receivedAt: receivedAt)
         outcome.written = envelope
-        if envelope.isTombstone { live -= 1 } else if !wasLive { live += 1 }
-        return ChangeRecord(seq: seq, deleted: envelope.isTombstone, live: live, id: envelope.id)
+        let isTombstone = envelope.envelope.isTombstone
+        if isTombstone { live -= 1 } else if !wasLive { live += 1 }
+        return ChangeRecord(seq: seq, deleted: isTombstone, live: live, id: envelope.envelope.id)
     }
 
     /// Refuses a symbolic link in place of the inbox's folders (`inbox`,
@@ -241,7 +240,7 @@ package struct InboxStore: Sendable {
     /// The route calls it once per request, before anything else.
     package func checkDirectories() throws {
         do {
-            try Sys.checkFolders(under: root, Self.route.name, key.rawValue, "messages")
+            try Sys.checkFolders(under: root, Self.storeName.name, key.rawValue, DataDirectory.messagesFolder)
         } catch let error as SystemError {
             throw StorageError(error, .reading)
         }
@@ -250,14 +249,14 @@ package struct InboxStore: Sendable {
     /// The changes after `anchor` (`nil`: from the beginning), oldest first,
     /// each id once in its latest state. An inbox that holds nothing has no
     /// lock file, and reading it creates none.
-    package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: DeviceID?) throws -> FeedPage {
-        func empty() throws -> FeedPage {
+    package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: DeviceID?) throws -> StoredFeedPage {
+        func empty() throws -> StoredFeedPage {
             if let anchor, anchor != .beginning {
                 throw InboxError.anchorNotAnswerable(.ahead)
             }
-            return FeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
+            return StoredFeedPage(messages: [], deleted: [], anchor: .beginning, hasMore: false)
         }
-        func read() throws -> FeedPage {
+        func read() throws -> StoredFeedPage {
             do {
                 guard let log = try ChangeLog.openForReading(logPath) else { return try empty() }
                 defer { log.close() }
@@ -266,15 +265,15 @@ package struct InboxStore: Sendable {
                 throw StorageError(error, .reading)
             }
         }
-        return try KeyLock.withExistingLock(root: root, route: Self.route, key: key, shared: true, read) {
+        return try KeyLock.withExistingLock(root: root, store: Self.storeName, key: key, shared: true, read) {
             // No lock file: nothing stored, unless a first writer is at work
             // now (it makes the lock file before the log); then wait for it.
             // With neither there, the inbox was empty when the log was looked
             // for: answer that, and never open a log a first writer may be
             // filling now without the lock (its records' files are not in
             // place yet, and this reader's anchor would pass them).
-            if !KeyLock.exists(root: root, route: Self.route, key: key), !Sys.exists(logPath) { return try empty() }
-            return try KeyLock.withLock(root: root, route: Self.route, key: key, shared: true, read)
+            if !KeyLock.exists(root: root, store: Self.storeName, key: key), !Sys.exists(logPath) { return try empty() }
+            return try KeyLock.withLock(root: root, store: Self.storeName, key: key, shared: true, read)
         }
     }
 
@@ -287,7 +286,7 @@ package struct InboxStore: Sendable {
     /// closed after writing, or renamed into place, once a change is in
     /// place) and reads again under the shared lock when woken.
     package func changes(after anchor: Anchor?, limit: Int, excludingSource excluded: DeviceID?,
-                         waiting wait: WaitLimit) throws -> FeedPage {
+                         waiting wait: WaitLimit) throws -> StoredFeedPage {
         var page = try changes(after: anchor, limit: limit, excludingSource: excluded)
         guard page.messages.isEmpty, page.deleted.isEmpty else { return page }
         var from = anchor
@@ -300,7 +299,7 @@ package struct InboxStore: Sendable {
         return page
     }
 
-    private func page(_ log: ChangeLog, after given: Anchor?, limit: Int, excluding excluded: DeviceID?) throws -> FeedPage {
+    private func page(_ log: ChangeLog, after given: Anchor?, limit: Int, excluding excluded: DeviceID?) throws -> StoredFeedPage {
         let header = log.header
         // Every anchor is checked, the one an empty inbox hands out (`0.0.0`:
         // any generation, epoch 0) and one at seq 0 included: a reader that
@@ -320,7 +319,7 @@ package struct InboxStore: Sendable {
         }
         let anchor = given ?? .beginning
         func position(_ seq: Int64) -> Anchor { Anchor(generation: header.generation, epoch: header.epoch, seq: seq) }
-        var result = FeedPage(messages: [], deleted: [], anchor: position(anchor.seq), hasMore: false)
+        var result = StoredFeedPage(messages: [], deleted: [], anchor: position(anchor.seq), hasMore: false)
         var index = try log.firstIndex(after: anchor.seq)
         var taken = 0
         // Superseded records and the reader's own echoes fill no slot but the
@@ -333,14 +332,18 @@ package struct InboxStore: Sendable {
         while index < log.count {
             defer { chunk = min(64, chunk * 2) }
             for record in try log.records(from: index, count: chunk) {
-                if let state = try load(record.id), state.seq == record.seq,
-                    state.isTombstone || excluded == nil || state.sourceText != excluded?.rawValue
+                if let stored = try load(record.id), stored.envelope.seq == record.seq,
+                    stored.envelope.isTombstone || excluded == nil || stored.envelope.sourceText != excluded?.rawValue
                 {
                     if taken == limit {
                         result.hasMore = true
                         return result
                     }
-                    if state.isTombstone { result.deleted.append(Deletion(id: state.id, seq: state.seq)) } else { result.messages.append(state) }
+                    if stored.envelope.isTombstone {
+                        result.deleted.append(Deletion(id: record.id, seq: record.seq))
+                    } else {
+                        result.messages.append(stored)
+                    }
                     taken += 1
                 }
                 result.anchor = position(record.seq)
@@ -359,7 +362,7 @@ package struct InboxStore: Sendable {
         let log = logPath
         // A new lock file means no writer was killed holding it: nothing to tidy.
         let tidy: (Bool) -> Void = { lockWasNew in if !lockWasNew { Self.tidyDue = true } }
-        return try KeyLock.withLock(root: root, route: Self.route, key: key, holdsData: { Sys.exists(log) }, tidy: tidy) {
+        return try KeyLock.withLock(root: root, store: Self.storeName, key: key, holdsData: { Sys.exists(log) }, tidy: tidy) {
             var log: ChangeLog
             do {
                 try Sys.makeDirectories(messagesDirectory)
@@ -422,13 +425,13 @@ package struct InboxStore: Sendable {
             // lets it go, just when the upkeep asks for it: a few short tries
             // more, or no write of a followed inbox would ever compact it.
             for _ in 0..<Self.upkeepTries {
-                let ran = try KeyLock.ifFree(root: root, route: Self.route, key: key) { tidyDue in
+                let ran = try KeyLock.ifFree(root: root, store: Self.storeName, key: key) { tidyDue in
                     tidy = tidyDue || Self.tidyDue
                     // The inbox folder holds a few names; no compaction is at work (the folder's lock).
                     if tidy { AtomicFile.removeTemporaries(in: directory) }
                     compaction = try InboxCompaction.snapshot(self)
                 }
-                if ran || !KeyLock.exists(root: root, route: Self.route, key: key) { break }
+                if ran || !KeyLock.exists(root: root, store: Self.storeName, key: key) { break }
                 Sys.sleep(milliseconds: 5)
             }
             if tidy { try removeTemporaryMessages() }
@@ -446,7 +449,7 @@ package struct InboxStore: Sendable {
     private func removeTemporaryMessages() throws {
         let names = AtomicFile.documentsWithTemporaries(in: messagesDirectory)
         guard !names.isEmpty else { return }
-        try KeyLock.withLock(root: root, route: Self.route, key: key) {
+        try KeyLock.withLock(root: root, store: Self.storeName, key: key) {
             for name in names { AtomicFile.removeTemporary(of: name, in: messagesDirectory) }
         }
     }
@@ -458,7 +461,7 @@ package struct InboxStore: Sendable {
         var index = log.count - 1
         while index >= 0 {
             let record = try log.record(at: index)
-            if let state = try load(record.id), state.seq == record.seq { return record.live }
+            if let stored = try load(record.id), stored.envelope.seq == record.seq { return record.live }
             index -= 1
         }
         return 0
@@ -492,7 +495,7 @@ package struct InboxStore: Sendable {
 extension InboxStore.ChangeOutcome {
     /// The envelope a change writes: the new state or the tombstone; `nil`
     /// for a retry (nothing written) or a refusal.
-    fileprivate var written: Envelope? {
+    fileprivate var written: StoredEnvelope? {
         get {
             switch self {
             case .written(.created(let envelope)), .written(.replaced(let envelope)), .deleted(let envelope):

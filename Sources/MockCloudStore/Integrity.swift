@@ -27,7 +27,7 @@ package struct Integrity: Sendable {
 
     static let header = Array("mockcloud-hmac-sha256 1".utf8)
 
-    /// The MAC's message: the header, the route (with what the file holds,
+    /// The MAC's message: the header, the store's name (with what the file holds,
     /// when it is not the document), the user key, the id and the bytes,
     /// separated by NUL bytes.
     private func feed(_ stream: inout SHA256Stream, _ bytes: [UInt8], _ place: DocumentPlace) {

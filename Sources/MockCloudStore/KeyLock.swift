@@ -15,22 +15,22 @@ import MockCloudWire
 /// otherwise. Lock files are opened with `O_NOFOLLOW`: a planted link is
 /// refused, never followed.
 package enum KeyLock {
-    /// `<root>/.locks/<route>.<key>.lock`.
-    package static func path(root: String, route: Route, key: UserKey) -> String {
-        Sys.path(root, "/.locks/", route.name, ".", key.rawValue, ".lock")
+    /// `<root>/.locks/<store>.<key>.lock`.
+    package static func path(root: String, store: StoreName, key: UserKey) -> String {
+        DataDirectory(root).lockFile(store, key)
     }
 
     /// True when the key's lock file exists: the key holds data, or a writer
     /// is about to store some.
-    package static func exists(root: String, route: Route, key: UserKey) -> Bool {
-        Sys.exists(path(root: root, route: route, key: key))
+    package static func exists(root: String, store: StoreName, key: UserKey) -> Bool {
+        Sys.exists(path(root: root, store: store, key: key))
     }
 
     /// Seconds between two tidy-ups of a key's folders (`tidy` below). Only
     /// how often: what a tidy-up removes is decided by locks, not by clocks.
     package static let tidyIntervalSeconds = 30
 
-    /// Runs `body` while holding the lock of `route` and `key`, creating the
+    /// Runs `body` while holding the lock of `store` and `key`, creating the
     /// lock file when it is missing. Exclusive holders: the lock file is
     /// removed after `body` (returned or thrown) when `holdsData` then says
     /// the key holds nothing; when the lock file was new or untouched for
@@ -38,13 +38,13 @@ package enum KeyLock {
     /// writers left; it learns whether the lock file was new) and the lock
     /// file is touched.
     package static func withLock<T>(
-        root: String, route: Route, key: UserKey, shared: Bool = false,
+        root: String, store: StoreName, key: UserKey, shared: Bool = false,
         holdsData: () -> Bool = { true }, tidy: (_ lockWasNew: Bool) -> Void = { _ in }, _ body: () throws -> T
     ) throws -> T {
         while true {
             do {
                 return try attempt(
-                    root: root, route: route, key: key, shared: shared, create: true,
+                    root: root, store: store, key: key, shared: shared, create: true,
                     holdsData: holdsData, tidy: tidy, body)
             } catch is Retry {
                 continue
@@ -58,9 +58,9 @@ package enum KeyLock {
     /// file is then touched. For work that may be skipped: the next writer
     /// does it.
     @discardableResult
-    package static func ifFree(root: String, route: Route, key: UserKey, _ body: (_ tidyDue: Bool) throws -> Void) throws -> Bool {
+    package static func ifFree(root: String, store: StoreName, key: UserKey, _ body: (_ tidyDue: Bool) throws -> Void) throws -> Bool {
         var tidyDue = false
-        return try withoutWaiting(root: root, route: route, key: key, create: false, holdsData: { true },
+        return try withoutWaiting(root: root, store: store, key: key, create: false, holdsData: { true },
                                   tidy: { _ in tidyDue = true }) { try body(tidyDue) }
     }
 
@@ -70,9 +70,9 @@ package enum KeyLock {
     /// key is at work meanwhile. False when it did not run.
     @discardableResult
     package static func whileFree(
-        root: String, route: Route, key: UserKey, holdsData: () -> Bool, _ body: () throws -> Void
+        root: String, store: StoreName, key: UserKey, holdsData: () -> Bool, _ body: () throws -> Void
     ) throws -> Bool {
-        try withoutWaiting(root: root, route: route, key: key, create: true, holdsData: holdsData, tidy: { _ in }, body)
+        try withoutWaiting(root: root, store: store, key: key, create: true, holdsData: holdsData, tidy: { _ in }, body)
     }
 
     /// Runs `body` holding the `flock` of `folder` itself, taken without
@@ -104,12 +104,12 @@ package enum KeyLock {
     /// another process holds it, when its file went meanwhile, or (not
     /// `create`) when there is none.
     private static func withoutWaiting(
-        root: String, route: Route, key: UserKey, create: Bool, holdsData: () -> Bool, tidy: (Bool) -> Void,
+        root: String, store: StoreName, key: UserKey, create: Bool, holdsData: () -> Bool, tidy: (Bool) -> Void,
         _ body: () throws -> Void
     ) throws -> Bool {
         do {
             try attempt(
-                root: root, route: route, key: key, shared: false, create: create, wait: false,
+                root: root, store: store, key: key, shared: false, create: create, wait: false,
                 holdsData: holdsData, tidy: tidy, body)
             return true
         } catch is Retry {
@@ -125,13 +125,13 @@ package enum KeyLock {
     /// `ifMissing` (without a lock, creating nothing) when it does not: the
     /// key holds no data.
     package static func withExistingLock<T>(
-        root: String, route: Route, key: UserKey, shared: Bool = false,
+        root: String, store: StoreName, key: UserKey, shared: Bool = false,
         _ body: () throws -> T, ifMissing: () throws -> T
     ) throws -> T {
         while true {
             do {
                 return try attempt(
-                    root: root, route: route, key: key, shared: shared, create: false,
+                    root: root, store: store, key: key, shared: shared, create: false,
                     holdsData: { true }, tidy: { _ in }, body)
             } catch is Retry {
                 continue
@@ -152,10 +152,10 @@ package enum KeyLock {
     private struct Busy: Error {}
 
     private static func attempt<T>(
-        root: String, route: Route, key: UserKey, shared: Bool, create: Bool, wait: Bool = true,
+        root: String, store: StoreName, key: UserKey, shared: Bool, create: Bool, wait: Bool = true,
         holdsData: () -> Bool, tidy: (Bool) -> Void, _ body: () throws -> T
     ) throws -> T {
-        let path = self.path(root: root, route: route, key: key)
+        let path = self.path(root: root, store: store, key: key)
         // Readers lock a read-only descriptor: a read-only data directory
         // still has its lock files to share.
         let access: OpenOptions = shared ? .readOnly : .readWrite
@@ -167,9 +167,7 @@ package enum KeyLock {
             } catch let error as SystemError where error.errno == .noSuchFileOrDirectory {
                 guard create else { throw Missing() }
                 // Never create a lock file through a planted `.locks` link.
-                let directory = Sys.path(root, "/.locks")
-                try Sys.checkDirectory(directory)
-                try Sys.makeDirectories(directory)
+                try DataDirectory(root).makeLocks()
                 do {
                     fd = try Sys.open(path, .readWrite | .create | .exclusive | .noFollow, mode: 0o600)
                     created = true

@@ -1,36 +1,7 @@
 import MockCloudJSON
 import MockCloudWire
 
-/// A top-level member's name, compared by its UTF-8 bytes, as JSON objects
-/// here compare keys (Swift's `==` would take "é" and "e\u{301}" for one).
-package struct MemberName: Hashable, Comparable, Sendable {
-    package let text: String
-    let bytes: [UInt8]
-
-    package init(_ text: String) {
-        self.text = text
-        bytes = Array(text.utf8)
-    }
-
-    package static func == (a: MemberName, b: MemberName) -> Bool { a.bytes == b.bytes }
-    package func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
-    package static func < (a: MemberName, b: MemberName) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
-}
-
-/// The last edit of one top-level member: when, by which device, and
-/// whether it deleted the member.
-package struct MemberEdit: Sendable, Equatable {
-    package var at: Timestamp.Micros
-    /// `X-Device-Id` of the write; `nil` when it named none.
-    package var device: DeviceID?
-    package var deleted: Bool
-
-    package init(at: Timestamp.Micros, device: DeviceID? = nil, deleted: Bool = false) {
-        self.at = at
-        self.device = device
-        self.deleted = deleted
-    }
-
+extension MemberEdit {
     /// The edit's order among edits of one member at one instant:
     /// `X-Device-Id` (none first, then in byte order), then the value's
     /// compact JSON bytes (`null` for a deletion), printed only for such a
@@ -52,25 +23,10 @@ package struct MemberEdit: Sendable, Equatable {
     }
 }
 
-/// When each top-level member of a settings document was last edited
-/// (docs/API.md §3, "Per-field merge"): the times a per-field merge
-/// compares. A member without a time loses to any edit; so does a member
-/// the document lacks and no deletion names.
-package struct MemberTimes: Sendable, Equatable {
-    /// Live members and deletions; members without a time are absent.
-    package private(set) var edits: [MemberName: MemberEdit] = [:]
-
-    package init() {}
-
-    /// The two members that are no edits of their own: the patch's time
-    /// and the server's stamp.
-    static func isEditable(_ name: String) -> Bool { name != "updatedAt" && name != "serverReceivedAt" }
-
-    package subscript(name: MemberName) -> MemberEdit? {
-        get { edits[name] }
-        set { edits[name] = newValue }
-    }
-
+/// The times a per-field merge compares (`MemberTimes`, the wire's): a
+/// member without a time loses to any edit; so does a member the document
+/// lacks and no deletion names.
+extension MemberTimes {
     /// Whole-document times, those of a plain write: every member of
     /// `document` at its `updatedAt`, by no device; none when it has no
     /// parseable `updatedAt` (or is no object).
@@ -80,60 +36,9 @@ package struct MemberTimes: Sendable, Equatable {
             return times
         }
         for member in object.members where isEditable(member.key) {
-            times.edits[MemberName(member.key)] = MemberEdit(at: updatedAt.instant)
+            times[MemberName(member.key)] = MemberEdit(at: updatedAt.instant)
         }
         return times
-    }
-
-    // MARK: - As JSON
-
-    /// `{"<member>": {"at": "<time>", "device": "<id>", "deleted": true}, …}`,
-    /// members in byte order; `device` and `deleted` only when there is one.
-    package var json: JSONValue {
-        var members: [JSONMember] = []
-        members.reserveCapacity(edits.count)
-        for (name, edit) in edits.sorted(by: { $0.key < $1.key }) {
-            var fields = [JSONMember("at", .string(Timestamp.format(edit.at)))]
-            if let device = edit.device { fields.append(JSONMember("device", .string(device.rawValue))) }
-            if edit.deleted { fields.append(JSONMember("deleted", .bool(true))) }
-            members.append(JSONMember(name.text, .object(JSONObject(uniqueMembers: fields))))
-        }
-        return .object(JSONObject(uniqueMembers: members))
-    }
-
-    /// Reads `json`'s form back; the sentence says what is wrong.
-    package init(json value: JSONValue) throws(MemberTimesFile.Damage) {
-        guard let object = value.objectValue else { throw .init("the times of a document are not an object") }
-        for member in object.members {
-            guard MemberTimes.isEditable(member.key) else {
-                throw .init("\(String(reflecting: member.key)) has a time, but it is no member of its own")
-            }
-            guard let fields = member.value.objectValue else {
-                throw .init("the time of member \(String(reflecting: member.key)) is not an object")
-            }
-            var edit = MemberEdit(at: 0)
-            var sawTime = false
-            for field in fields.members {
-                switch (field.key, field.value) {
-                case ("at", .string(let text)):
-                    guard let at = Timestamp.parse(text) else {
-                        throw .init("member \(String(reflecting: member.key)) has a time that does not parse: \(text)")
-                    }
-                    edit.at = at
-                    sawTime = true
-                case ("device", .string(let text)):
-                    guard let device = DeviceID(text) else {
-                        throw .init("member \(String(reflecting: member.key)) names a device of the wrong shape")
-                    }
-                    edit.device = device
-                case ("deleted", .bool(true)): edit.deleted = true
-                default:
-                    throw .init("member \(String(reflecting: member.key)) has an unknown field \(String(reflecting: field.key))")
-                }
-            }
-            guard sawTime else { throw .init("member \(String(reflecting: member.key)) has no time") }
-            edits[MemberName(member.key)] = edit
-        }
     }
 
     /// Why these times cannot be `document`'s: a live member it lacks, or
@@ -221,7 +126,13 @@ package struct MemberTimesFile: Sendable, Equatable {
             guard entry.key.utf8.count == 16, entry.key.utf8.allSatisfy({ ASCII.hexValue($0) != nil }) else {
                 throw Damage("\(String(reflecting: entry.key)) is not a document's entity tag")
             }
-            documents.append((EntityTag(quoted: "\"" + entry.key + "\""), try MemberTimes(json: entry.value)))
+            let times: MemberTimes
+            do {
+                times = try MemberTimes(json: entry.value)
+            } catch {
+                throw Damage(String(describing: error))
+            }
+            documents.append((EntityTag(quoted: "\"" + entry.key + "\""), times))
         }
     }
 

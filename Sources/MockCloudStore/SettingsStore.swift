@@ -14,8 +14,8 @@ package struct SettingsStore: Sendable {
     package let root: String
     /// Every user's settings file, with its MAC sidecar when signing is on.
     let folder: DocumentFolder
-    /// The route: the folder in the data directory, the lock and the MACs.
-    static let route = Route.userSettings
+    /// Its name: the folder in the data directory, the lock and the MACs.
+    static let storeName = StoreName.userSettings
 
     /// Writes (not deletions) are refused below this much free space (`MOCKCLOUD_MIN_FREE_MB`).
     package let minimumFreeBytes: Int64
@@ -32,7 +32,7 @@ package struct SettingsStore: Sendable {
         self.root = root
         self.minimumFreeBytes = minimumFreeBytes
         self.clock = clock
-        folder = DocumentFolder(directory: Sys.path(root, "/", Self.route.name), integrity: integrity)
+        folder = DocumentFolder(directory: DataDirectory(root).folder(Self.storeName), integrity: integrity)
     }
 
     /// The folder that holds every user's settings file.
@@ -56,7 +56,7 @@ package struct SettingsStore: Sendable {
 
     /// Where a key's member times belong, for their MAC.
     package static func timesPlace(_ key: UserKey) -> DocumentPlace {
-        DocumentPlace(route: route, key: key, content: .memberTimes)
+        DocumentPlace(store: storeName, key: key, content: .memberTimes)
     }
 
     /// The stored bytes, verified, or `nil` when nothing is stored for `key`.
@@ -67,7 +67,7 @@ package struct SettingsStore: Sendable {
         } catch let error as SystemError {
             throw StorageError(error, .reading)
         }
-        return try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key), unlockedIn: root)
+        return try folder.read(fileName(for: key), at: DocumentPlace(store: Self.storeName, key: key), unlockedIn: root)
     }
 
     /// The stored bytes (as `read`) once `isNews` says they are worth an
@@ -86,7 +86,7 @@ package struct SettingsStore: Sendable {
 
     /// The stored bytes, verified, for a caller that holds the key's lock.
     private func readLocked(_ key: UserKey) throws -> [UInt8]? {
-        try folder.read(fileName(for: key), at: DocumentPlace(route: Self.route, key: key))
+        try folder.read(fileName(for: key), at: DocumentPlace(store: Self.storeName, key: key))
     }
 
     /// True when a read finds nothing for `key`; false when it finds data or
@@ -182,7 +182,7 @@ package struct SettingsStore: Sendable {
         // A writer may have replaced the pair between the two files' reads:
         // read both again where no writer is at work, before it counts.
         let again = { try readLocked(key).map { timedForReaders(StoredSettings(bytes: $0), key) } }
-        return try KeyLock.withExistingLock(root: root, route: Self.route, key: key, shared: true, again, ifMissing: again)
+        return try KeyLock.withExistingLock(root: root, store: Self.storeName, key: key, shared: true, again, ifMissing: again)
     }
 
     /// `timed`, where a times file that cannot be read is one more problem.
@@ -297,7 +297,7 @@ package struct SettingsStore: Sendable {
     /// one; otherwise it decides again under the new lock. The lock file goes
     /// with the key's settings file. `decide` may run twice: it must only decide.
     private func update<T>(_ key: UserKey, _ decide: ([UInt8]?) throws -> (Change, T)) throws -> T {
-        if !KeyLock.exists(root: root, route: Self.route, key: key), nothingStored(key) {
+        if !KeyLock.exists(root: root, store: Self.storeName, key: key), nothingStored(key) {
             let (change, result) = try decide(nil)
             switch change {
             case .delete, .keep: return result
@@ -306,11 +306,11 @@ package struct SettingsStore: Sendable {
         }
         let file = path(for: key)
         return try KeyLock.withLock(
-            root: root, route: Self.route, key: key, holdsData: { Sys.exists(file) }, tidy: { _ in removeTemporaries(key) }
+            root: root, store: Self.storeName, key: key, holdsData: { Sys.exists(file) }, tidy: { _ in removeTemporaries(key) }
         ) {
             let current = try readLocked(key)
             let (change, result) = try decide(current)
-            let place = DocumentPlace(route: Self.route, key: key)
+            let place = DocumentPlace(store: Self.storeName, key: key)
             switch change {
             case .write(let bytes):
                 // Below the floor only deletions run: they are how space is freed.
@@ -364,7 +364,7 @@ package struct SettingsStore: Sendable {
                 continue
             }
             let file = path(for: other)
-            _ = try? KeyLock.whileFree(root: root, route: Self.route, key: other, holdsData: { Sys.exists(file) }) {
+            _ = try? KeyLock.whileFree(root: root, store: Self.storeName, key: other, holdsData: { Sys.exists(file) }) {
                 AtomicFile.removeTemporary(of: name, in: directory)
             }
         }

@@ -11,12 +11,16 @@ package struct WaitLimit: Sendable {
     /// is gone (fcgiwrap stopped, the client left), nobody will read the
     /// answer and the wait ends.
     package let answerPaths: [FileDescriptor]
+    /// How many requests may wait at once on the whole box (each holds one
+    /// of these places while it sleeps): the deployment's to say.
+    package let places: Int
     /// The part of the box's places the client's address may hold; `nil`:
     /// none counted by address (a test, a tool, a box behind a proxy).
     package let share: WaitShare?
 
-    package init(seconds: Int, answerPaths: [FileDescriptor] = [], share: WaitShare? = nil) {
+    package init(seconds: Int, places: Int, answerPaths: [FileDescriptor] = [], share: WaitShare? = nil) {
         deadline = Sys.monotonicNanos() + Int64(seconds) * 1_000_000_000
+        self.places = places
         self.answerPaths = answerPaths
         self.share = share
     }
@@ -25,23 +29,23 @@ package struct WaitLimit: Sendable {
     /// under `root`) until it returns true or the wait ends. The watch is
     /// armed before each look, so that a change committed between a look
     /// and the sleep still wakes it; no lock is held while it sleeps (each
-    /// look takes what it needs). Takes one of the box's `Waiting.atOnce`
-    /// places, within its address's share, for as long as it sleeps.
+    /// look takes what it needs). Takes one of the box's `places`, within
+    /// its address's share, for as long as it sleeps.
     package func waitForChange(of file: String, under root: String, _ isDone: () throws -> Bool) throws {
         var watch: ChangeWatch
         do {
             watch = try ChangeWatch()
         } catch let error as SystemError {
-            throw Waiting.failure(error)
+            throw Waiting.failure(error, places: places)
         }
         defer { watch.close() }
-        let place = try Waiting.takePlace(root: root, share: share)
+        let place = try Waiting.takePlace(root: root, places: places, share: share)
         defer { Sys.close(place) }
         while true {
             do {
                 try watch.follow(file, under: root)
             } catch let error as SystemError {
-                throw Waiting.failure(error)
+                throw Waiting.failure(error, places: places)
             }
             if try isDone() { return }
             let wake: ChangeWatch.Wake
@@ -71,43 +75,32 @@ package struct WaitShare: Sendable, Equatable {
     }
 }
 
-/// The box's capacity for waiting requests, and how it is shared.
+/// The places of the box's waiting requests, and how they are shared.
 ///
 /// Each waiting request holds an fcgiwrap process (and its own program) for
-/// up to `WireLimits.waitSeconds` seconds. fcgiwrap runs `fcgiwrapProcesses`
-/// (the launcher and the package's unit both start it with `-c` that many),
-/// and at most `atOnce` requests wait at once, so that the rest, one
-/// address's cap of 16 requests in progress, always serve requests that do
-/// not wait. Within those, one address holds at most its `WaitShare`. A
-/// wait past either is refused at once (503 or 429, with `Retry-After`),
-/// never queued behind the others.
+/// up to `WireLimits.waitSeconds` seconds, so at most as many wait at once
+/// as the deployment has places for (`WaitLimit.places`); within those, one
+/// address holds at most its `WaitShare`. A wait past either is refused at
+/// once (`WaitError`), never queued behind the others.
 package enum Waiting {
-    /// Requests that may wait at once, on the whole box.
-    package static let atOnce = 48
-    /// fcgiwrap's processes (`-c`): `atOnce` and 16 more.
-    package static let fcgiwrapProcesses = 64
-    /// What a wait refused for want of a place tells the client to wait.
-    package static let retryAfterSeconds = 5
-
     /// Takes a free place (`<root>/.locks/waiting.<n>.lock`, held with
     /// `flock` until closed or the process ends, a kill included) and writes
     /// the client's address into it. With a share, every place is looked at
     /// first: the held ones that name the same address are counted, and at
     /// `share.places` the wait is refused (`WaitError.addressHoldsItsShare`).
-    /// Throws `WaitError.tooManyWaiting` when all `atOnce` are held. The
+    /// Throws `WaitError.tooManyWaiting` when all `places` are held. The
     /// count and the taking are one step: a process does them holding
     /// `<root>/.locks/waiting.lock`, a few dozen system calls. A data
     /// directory this process cannot write counts no places (`.closed`).
-    static func takePlace(root: String, share: WaitShare?) throws -> FileDescriptor {
-        let directory = Sys.path(root, "/.locks")
+    static func takePlace(root: String, places atOnce: Int, share: WaitShare?) throws -> FileDescriptor {
+        let data = DataDirectory(root)
         do {
-            try Sys.checkDirectory(directory)
-            try Sys.makeDirectories(directory)
+            try data.makeLocks()
         } catch let error as SystemError {
             if error.isNotWritable { return .closed }
             throw StorageError(error, .reading)
         }
-        let turnPath = Sys.path(directory, "/waiting.lock")
+        let turnPath = data.waitingTurn
         guard let turn = try openPlace(turnPath) else { return .closed }
         defer { Sys.close(turn) }
         do {
@@ -122,7 +115,7 @@ package enum Waiting {
         var heldByAddress = 0
         let first = Int(Sys.processID) % atOnce
         for step in 0..<atOnce {
-            let path = Sys.path(directory, "/waiting.", String((first + step) % atOnce), ".lock")
+            let path = data.waitingPlace((first + step) % atOnce)
             guard let fd = try openPlace(path) else { return .closed }
             do {
                 // A place found free is this process's until it closes it.
@@ -167,7 +160,7 @@ package enum Waiting {
 
     /// A failure to set up the watch: out of inotify instances or watches
     /// (another kind of "too many waiting"), or the reading failure it is.
-    static func failure(_ error: SystemError) -> any Error {
+    static func failure(_ error: SystemError, places atOnce: Int) -> any Error {
         switch error.errno {
         case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noSpace, .outOfMemory:
             return WaitError.tooManyWaiting(limit: atOnce)

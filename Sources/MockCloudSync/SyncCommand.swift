@@ -2,7 +2,7 @@ import MockCloudClient
 import MockCloudJSON
 
 /// `mockcloud-sync`: push a folder, pull the feed into a folder, settings.
-/// Exit codes (also in its usage and README's "Sync from a device"):
+/// Exit codes (also in its usage and docs/SYNC.md, "The command-line tool"):
 public enum SyncCommand {
     /// 0: everything asked for is on the server / in the folder.
     static let done: Int32 = 0

@@ -1,5 +1,3 @@
-import Glibc
-
 /// Whole-file replacements in one directory made durable together: each file
 /// is written to its own temporary file, then all of them are synced, renamed
 /// into place in the order they were staged, and the directory is fsynced
@@ -8,14 +6,14 @@ import Glibc
 ///
 /// A file staged as not `visible` (a MAC sidecar that accepts the old and the
 /// new document alike) changes nothing a reader can see: a failure before
-/// the first visible rename is `.writing`, one after it `.partlyCommitted`,
-/// and a failed fsync after every rename `.syncingAfterCommit`.
+/// the first visible rename has shown a reader `.nothing`, one after it
+/// `.part`, and a failed fsync after every rename `.all`
+/// (`AtomicWriteError.Seen`).
 package struct AtomicBatch {
     package let directory: String
     /// The first file is kept in plain properties and only the others in
-    /// arrays: a single write then builds no array, whose element type the
-    /// runtime would describe first (30k instructions for `[String]` and
-    /// `[Int32]` in a process that never used them).
+    /// arrays: a single write then builds no array, and a process that
+    /// never used an array type does not pay the runtime to describe it.
     private var firstTemporary = ""
     /// `closed` when none is open (not an optional: see above).
     private var firstFD = FileDescriptor.closed
@@ -37,8 +35,8 @@ package struct AtomicBatch {
 
     package var isEmpty: Bool { staged == 0 }
 
-    /// Writes `bytes` to the temporary file of `name`. Throws `StorageError`
-    /// (`.writing`); nothing is in place until `commit`.
+    /// Writes `bytes` to the temporary file of `name`. Throws
+    /// `AtomicWriteError` (`.nothing`); nothing is in place until `commit`.
     package mutating func stage(_ bytes: [UInt8], as name: String, visible: Bool = true) throws {
         do {
             if staged == 0 { try Sys.makeDirectories(directory) }
@@ -62,14 +60,17 @@ package struct AtomicBatch {
             }
         } catch let error as SystemError {
             abandon()
-            throw StorageError(error, .writing)
+            throw AtomicWriteError(error, .nothing)
         }
     }
 
     /// Syncs every staged file, renames them into place in order, fsyncs the
     /// directory. A failure before the first visible rename leaves every
     /// target as a reader saw it; the temporaries not renamed are removed.
-    package mutating func commit() throws {
+    /// `beforeVisibleChange` runs just before the first visible rename (a
+    /// CGI program notes there that its answer may no longer say "nothing
+    /// changed").
+    package mutating func commit(beforeVisibleChange: () -> Void = {}) throws {
         guard staged > 0 else { return }
         do {
             if staged <= Self.fsyncEachUpTo {
@@ -82,20 +83,20 @@ package struct AtomicBatch {
             closeOpen()
         } catch let error as SystemError {
             abandon()
-            throw StorageError(error, .writing)
+            throw AtomicWriteError(error, .nothing)
         }
         for index in 0..<staged {
             let temporary = temporary(index)
             do {
-                if index == firstVisible { WriteProgress.beginVisibleChange() }
+                if index == firstVisible { beforeVisibleChange() }
                 // `.~<name>` → `<name>`, beside it.
                 let name = temporary.utf8.dropFirst(directory.utf8.count + 1 + AtomicFile.temporaryPrefix.utf8.count)
                 try Sys.rename(temporary, Sys.path(directory, "/", String(decoding: name, as: UTF8.self)))
             } catch let error as SystemError {
                 for rest in index..<staged { _ = try? Sys.unlink(self.temporary(rest)) }
-                let phase: StorageError.Phase = index > firstVisible ? .partlyCommitted : .writing
+                let seen: AtomicWriteError.Seen = index > firstVisible ? .part : .nothing
                 reset()
-                throw StorageError(error, phase)
+                throw AtomicWriteError(error, seen)
             }
         }
         reset()

@@ -4,11 +4,14 @@ import Glibc
 /// same directory (`O_EXCL`), fsync, rename over the target, fsync the directory.
 package enum AtomicFile {
     /// Replaces `name` in `directory` with `bytes`, creating the directory
-    /// (0700) when it is missing. Throws `StorageError` and leaves the old file.
-    package static func write(_ bytes: [UInt8], to name: String, in directory: String) throws {
+    /// (0700) when it is missing. Throws `AtomicWriteError` and leaves the
+    /// old file. `beforeVisibleChange`: as for `AtomicBatch.commit`.
+    package static func write(
+        _ bytes: [UInt8], to name: String, in directory: String, beforeVisibleChange: () -> Void = {}
+    ) throws {
         var batch = AtomicBatch(directory: directory)
         try batch.stage(bytes, as: name)
-        try batch.commit()
+        try batch.commit(beforeVisibleChange: beforeVisibleChange)
     }
 
     /// fsyncs the directory of a change that is already in place.
@@ -16,29 +19,26 @@ package enum AtomicFile {
         do {
             try Sys.syncDirectory(directory)
         } catch let error as SystemError {
-            throw StorageError(error, .syncingAfterCommit)
+            throw AtomicWriteError(error, .all)
         }
     }
 
     /// Removes `name` from `directory` (durably: the directory is synced);
-    /// false when it was not there.
+    /// false when it was not there. Throws `AtomicWriteError`.
     package static func remove(_ name: String, in directory: String, durably: Bool = true) throws -> Bool {
         do {
             guard try Sys.unlink(Sys.path(directory, "/", name)) else { return false }
         } catch let error as SystemError {
-            throw StorageError(error, .writing)
+            throw AtomicWriteError(error, .nothing)
         }
         if durably { try syncAfterCommit(directory) }
         return true
     }
 
-    /// Reads `name` from `directory`; `nil` when it does not exist.
+    /// Reads `name` from `directory`; `nil` when it does not exist. Throws
+    /// `SystemError`.
     package static func read(_ name: String, in directory: String) throws -> [UInt8]? {
-        do {
-            return try Sys.readFile(Sys.path(directory, "/", name), options: .noFollow)
-        } catch let error as SystemError {
-            throw StorageError(error, .reading)
-        }
+        try Sys.readFile(Sys.path(directory, "/", name), options: .noFollow)
     }
 
     /// The prefix of every temporary file: `~` is in no user key and no

@@ -19,7 +19,8 @@ package struct FileDescriptor: Sendable, Hashable {
 
 /// How `Sys.open` opens a file: an access mode and `O_…` flags, joined
 /// with `|` (`O_CLOEXEC` is always added). Not an `OptionSet`: its array
-/// literals are generic code that costs a CGI process 150k instructions.
+/// literals are generic code, whose run-time type work a CGI process would
+/// pay on every request.
 package struct OpenOptions: Sendable, Equatable {
     package let rawValue: Int32
 

@@ -1,9 +1,9 @@
 /// The keep-long-strings-until-exit policy of the CGI programs.
 ///
 /// A native string with room for 64 bytes or more has a slot for UTF-16
-/// breadcrumbs, and the first release of such a string costs a process about
-/// 35k instructions of run-time type lookup (Benchmarks/README.md, "Where the
-/// time goes", 5.). A CGI process answers one request and exits, so it keeps
+/// breadcrumbs, and the first release of such a string makes the runtime
+/// look up a type by its name (Benchmarks/README.md, "Where the time goes",
+/// 5.). A CGI process answers one request and exits, so it keeps
 /// the long strings that `Sys.path` and the environment give it (a handful:
 /// paths, a long data directory) and none is ever released before `exit`.
 ///
@@ -11,8 +11,7 @@
 /// release programs have it on wherever they run, in the end-to-end,
 /// acceptance and stress tests too; the admin tool and the unit tests, which
 /// live longer and run threads, keep nothing. Tests/budget/instructions.sh
-/// fails when the programs run without it (every request then costs 16k to
-/// 36k instructions more).
+/// fails when the programs run without it.
 package enum KeepUntilExit {
     /// Strings shorter than this are stored inline or freed cheaply.
     package static let minimumLength = 64

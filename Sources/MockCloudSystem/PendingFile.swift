@@ -17,14 +17,15 @@ package struct PendingFile {
     /// The bytes written so far: the end of the file.
     package private(set) var size = 0
 
-    /// Creates the temporary, empty. Throws `StorageError` (`.writing`).
+    /// Creates the temporary, empty. Throws `AtomicWriteError` (`.nothing`),
+    /// as every step before `commit`'s rename does.
     package init(_ name: String, in directory: String) throws {
         self.directory = directory
         self.name = name
         do {
             (temporary, fd) = try AtomicFile.createTemporary(for: name, in: directory)
         } catch let error as SystemError {
-            throw StorageError(error, .writing)
+            throw AtomicWriteError(error, .nothing)
         }
     }
 
@@ -39,7 +40,7 @@ package struct PendingFile {
         do {
             try Sys.write(fd, bytes, at: offset, path: temporary)
         } catch let error as SystemError {
-            throw StorageError(error, .writing)
+            throw AtomicWriteError(error, .nothing)
         }
     }
 
@@ -49,13 +50,13 @@ package struct PendingFile {
         do {
             try Sys.fdatasync(fd, path: temporary)
         } catch let error as SystemError {
-            throw StorageError(error, .writing)
+            throw AtomicWriteError(error, .nothing)
         }
     }
 
     /// Syncs the file, renames it over `name` and fsyncs the directory. A
-    /// failure before the rename leaves `name` as it was (`.writing`) and
-    /// removes the temporary; after it, `.syncingAfterCommit`.
+    /// failure before the rename leaves `name` as it was (`.nothing`) and
+    /// removes the temporary; after it, `.all`.
     package mutating func commit() throws {
         do {
             try Sys.fdatasync(fd, path: temporary)
@@ -65,7 +66,7 @@ package struct PendingFile {
             isPending = false
         } catch let error as SystemError {
             abandon()
-            throw StorageError(error, .writing)
+            throw AtomicWriteError(error, .nothing)
         }
         try AtomicFile.syncAfterCommit(directory)
     }

@@ -133,46 +133,36 @@ extension Sys {
     }
 }
 
-/// What a CGI process says when it cannot finish: on its time limit
-/// (SIGALRM) or a fatal signal (a trap of a Swift runtime check, a fault),
-/// the JSON answer written to stdout unless the answer had begun, and for a
-/// fatal signal a line to stderr; then it exits at once. Which answer, the
-/// one for "nothing changed" or for "maybe changed", follows
-/// `WriteProgress`. The texts are static: a signal handler may not allocate.
-package enum LastWords {
-    nonisolated(unsafe) private static var timeOut: (unchanged: StaticString, maybe: StaticString) = ("", "")
-    nonisolated(unsafe) private static var crash: (unchanged: StaticString, maybe: StaticString) = ("", "")
-    nonisolated(unsafe) private static var crashLog: StaticString = ""
-    nonisolated(unsafe) private static var answerBegun = false
+// What a signal handler may call: a handler is a C function that runs
+// between any two instructions of the process, so it touches only globals
+// and allocates nothing. The handlers themselves are their users'
+// (a CGI program's last words: `LastWords`).
+extension Sys {
+    /// A signal handler: a C function of the signal's number.
+    package typealias SignalHandler = @convention(c) (Int32) -> Void
 
-    /// Installs the handlers for SIGALRM and every fatal signal.
-    package static func install(
-        timeOut: (unchanged: StaticString, maybe: StaticString),
-        crash: (unchanged: StaticString, maybe: StaticString), crashLog: StaticString
-    ) {
-        Self.timeOut = timeOut
-        Self.crash = crash
-        Self.crashLog = crashLog
-        _ = signal(SIGALRM) { _ in
-            LastWords.say(WriteProgress.mayHaveChanged ? LastWords.timeOut.maybe : LastWords.timeOut.unchanged)
-            _exit(1)
-        }
-        for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] {
-            _ = signal(fault) { number in
-                LastWords.say(WriteProgress.mayHaveChanged ? LastWords.crash.maybe : LastWords.crash.unchanged)
-                _ = write(2, LastWords.crashLog.utf8Start, LastWords.crashLog.utf8CodeUnitCount)
-                _exit(128 + number)
-            }
-        }
+    /// Runs `handler` when the alarm `setAlarm` asks for goes off, from now on.
+    package static func onAlarm(_ handler: SignalHandler) {
+        _ = signal(SIGALRM, handler)
     }
 
-    /// From now on the process's own answer is being written: a signal
-    /// must not write a second one.
-    package static func answerBegins() {
-        answerBegun = true
+    /// Runs `handler` on a fault the process cannot go on from (a trap of a
+    /// Swift runtime check, a bad access, an abort), from now on. The
+    /// signals are a literal here, not an array handed over: a process that
+    /// has made no array of their type would pay the runtime to describe one.
+    package static func onFault(_ handler: SignalHandler) {
+        for fault in [SIGILL, SIGTRAP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT] { _ = signal(fault, handler) }
     }
 
-    private static func say(_ answer: StaticString) {
-        if !answerBegun { _ = write(1, answer.utf8Start, answer.utf8CodeUnitCount) }
+    /// Writes `text` to `fd` in one `write(2)`, whatever comes of it: what
+    /// a signal handler may do.
+    package static func writeFromHandler(_ fd: Int32, _ text: StaticString) {
+        _ = Glibc.write(fd, text.utf8Start, text.utf8CodeUnitCount)
+    }
+
+    /// Ends the process at once (`_exit(2)`: no cleanup, no flushing): what
+    /// a signal handler may do.
+    package static func exitFromHandler(_ status: Int32) -> Never {
+        _exit(status)
     }
 }

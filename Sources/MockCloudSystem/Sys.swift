@@ -32,7 +32,7 @@ package enum Sys {
     /// exactly their size. `a + "/" + b` grows a string twice and can leave
     /// it twice the room it needs, and a native string with room for 64 bytes
     /// or more has a slot for UTF-16 breadcrumbs: the first release of such a
-    /// string costs a process about 35k instructions of run-time type lookup
+    /// string makes the runtime look up a type by its name
     /// (Benchmarks/README.md, "Where the time goes"). A CGI process keeps its
     /// long paths until it exits instead (`KeepUntilExit`). The pieces are
     /// arguments, not an array: freeing an array of strings runs generic code.
@@ -224,7 +224,7 @@ package enum Sys {
 
     /// The folder `path` is in: what comes before its last `/` ("/" for a
     /// top-level path, "." for a bare name). Bytes, not Characters: a
-    /// Character search costs a process thousands of instructions.
+    /// Character search runs the grapheme machinery for what one byte tells.
     static func parent(of path: String) -> String {
         var path = path
         return path.withUTF8 { utf8 in

@@ -1,8 +1,8 @@
 import MockCloudJSON
 
-/// A message as stored in `<data>/inbox/<key>/messages/<id>.json` and sent
-/// in the feed (docs/API.md §4): the envelope of a live message, or the
-/// tombstone a deletion leaves.
+/// A message as the feed and `GET /inbox/<id>` send it (docs/API.md §4):
+/// the envelope of a live message, or the tombstone a deletion leaves. (The
+/// server's store keeps each in a file of these bytes: `StoredEnvelope`.)
 public struct Envelope: Sendable, Equatable {
     public var id: MessageID
     /// The writer's sync version (`X-Sync-Version`); the server keeps the highest.
@@ -17,24 +17,10 @@ public struct Envelope: Sendable, Equatable {
     /// When the server stored it (`20260518T044304.134233Z`).
     public var serverReceivedAt: String
     /// The writer's JSON object, kept intact; `nil` for a tombstone.
-    package var content: JSONValue? {
-        didSet { printedBody = nil }  // printed for the old body
-    }
+    package var content: JSONValue?
 
     /// The writer's JSON object in its compact form; `nil` for a tombstone.
     public var body: JSONText? { content.map(JSONText.init) }
-    /// The bytes it was read from, when it was read from disk: the feed
-    /// sends them as they are instead of printing the envelope again.
-    package var stored: [UInt8]?
-    /// `body` printed compact, when the writer had it printed already
-    /// (`init(…body: PrintedJSON)`): `bytes` splices it in.
-    private var printedBody: [UInt8]?
-
-    public static func == (a: Envelope, b: Envelope) -> Bool {
-        (a.id, a.version, a.seq, a.sourceText, a.serverReceivedAt, a.content)
-            == (b.id, b.version, b.seq, b.sourceText, b.serverReceivedAt, b.content)
-    }
-
     /// True for the tombstone of a deleted message.
     public var isTombstone: Bool { content == nil }
 
@@ -47,7 +33,7 @@ public struct Envelope: Sendable, Equatable {
     }
 
     /// The members before `body` or `deleted`.
-    private var header: JSONObject {
+    package var header: JSONObject {
         var object = JSONObject()
         object["id"] = .string(id.rawValue)
         object["version"] = .number(String(version))
@@ -57,27 +43,6 @@ public struct Envelope: Sendable, Equatable {
         return object
     }
 
-    /// The bytes stored on disk: `JSONPrinter.compact(json)`.
-    package var bytes: [UInt8] {
-        if let stored { return stored }
-        guard let printedBody, content != nil else { return JSONPrinter.compact(json) }
-        // `body` is the last member: the header's `}` becomes `, "body": <body>}`.
-        var out = JSONPrinter.compact(.object(header))
-        out.removeLast()
-        out.append(contentsOf: #", "body": "#.utf8)
-        out.append(contentsOf: printedBody)
-        out.append(UInt8(ascii: "}"))
-        return out
-    }
-
-    /// Prints the envelope into `stored`, once its fields are final; the
-    /// printed body is then part of it and is let go (a bulk of 8 MiB would
-    /// otherwise hold each body three times).
-    package mutating func printOnce() {
-        stored = bytes
-        printedBody = nil
-    }
-
     package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: JSONValue?) {
         self.id = id
         self.version = version
@@ -85,23 +50,6 @@ public struct Envelope: Sendable, Equatable {
         self.sourceText = source
         self.serverReceivedAt = serverReceivedAt
         content = body
-    }
-
-    /// A live message whose body is printed already.
-    package init(id: MessageID, version: Int64, seq: Int64, source: String?, serverReceivedAt: String, body: PrintedJSON) {
-        self.init(id: id, version: version, seq: seq, source: source, serverReceivedAt: serverReceivedAt, body: body.value)
-        printedBody = body.compact
-    }
-
-    /// Reads a stored envelope; `nil` when the bytes are not one. The feed
-    /// splices these bytes into its answer, so they must be one JSON object
-    /// and nothing else (no byte order mark).
-    package init?(bytes: [UInt8]) {
-        guard !bytes.starts(with: [0xEF, 0xBB, 0xBF]),
-            case .object(let object)? = try? JSONParser.parse(bytes, maxDepth: JSONParser.storedDocumentMaxDepth)
-        else { return nil }
-        self.init(object)
-        stored = bytes
     }
 
     /// Reads an envelope's members, as stored or as a feed page sends them;

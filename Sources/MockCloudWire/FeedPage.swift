@@ -12,6 +12,7 @@ public struct Deletion: Sendable, Equatable {
 }
 
 /// One page of the anchored change feed (`GET /inbox`, docs/API.md §4).
+/// The server prints it from the stored messages (`StoredFeedPage`).
 public struct FeedPage: Sendable, Equatable {
     /// New or changed messages, oldest change first.
     public var messages: [Envelope]
@@ -27,30 +28,6 @@ public struct FeedPage: Sendable, Equatable {
         self.deleted = deleted
         self.anchor = anchor
         self.hasMore = hasMore
-    }
-
-    /// `{"messages": [...], "deleted": [...], "anchor": "...", "hasMore": ...}`
-    /// as Python's `json.dumps` prints it; each message is spliced in as the
-    /// bytes stored on disk (already parsed, so known to be an envelope).
-    package var bytes: [UInt8] {
-        var out = Array(#"{"messages": ["#.utf8)
-        for (i, message) in messages.enumerated() {
-            if i > 0 { out += Array(", ".utf8) }
-            out += message.bytes
-        }
-        out += Array(#"], "deleted": ["#.utf8)
-        for (i, deletion) in deleted.enumerated() {
-            if i > 0 { out += Array(", ".utf8) }
-            out += Array(#"{"id": ""#.utf8)
-            out += Array(deletion.id.rawValue.utf8)  // the id's alphabet needs no escapes
-            out += Array(#"", "seq": "#.utf8)
-            ASCII.appendDecimal(Int(deletion.seq), to: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-        out += Array(#"], "anchor": "#.utf8)
-        JSONPrinter.writeString(anchor.description, into: &out)
-        out += Array((hasMore ? #", "hasMore": true}"# : #", "hasMore": false}"#).utf8)
-        return out
     }
 
     /// A page as the server sent it; `nil` when the object is not one.

@@ -77,7 +77,7 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if environment["CONTENT_LENGTH"] == nil { environment["CONTENT_LENGTH"] = body.isEmpty ? "" : String(body.count) }
         let clock = environment["FUZZ_CLOCK"].flatMap { Int64($0) }.map { min(max($0, 0), 253_402_300_799_000_000) }
             ?? defaultClock + Int64(index) * 1_000_000
-        let isInbox = (environment["DOCUMENT_URI"] ?? environment["REQUEST_URI"] ?? "").hasPrefix(InboxRoute.collectionPath)
+        let isInbox = (environment["DOCUMENT_URI"] ?? environment["REQUEST_URI"] ?? "").hasPrefix(Endpoint.inbox.path)
         let limit = environment["FUZZ_LIMIT"].flatMap { Int($0) }.map { max($0, 0) }
             ?? (isInbox ? InboxRoute.bodyLimit : SettingsRoute.bodyLimit)
         let cgi = Environment(environment)
@@ -89,7 +89,7 @@ public func fuzzCGI(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 let integrity = signed
                     ? Integrity(keys: signingKeys, requireSigned: requireSigned)
                     : try ServiceConfig.integrity(request.environment)
-                if request.path.hasPrefix(InboxRoute.collectionPath) {
+                if request.path.hasPrefix(Endpoint.inbox.path) {
                     let route = InboxRoute(
                         dataRoot: dataRoot, settings: try ServiceConfig.inboxSettings(request.environment),
                         integrity: integrity, clock: { clock }, waiting: waiting)
@@ -225,8 +225,8 @@ private func checkStored(_ response: CGIResponse, _ environment: [String: String
         require(false, "a write without a valid key succeeded: \(context)")
         return
     }
-    if request.path == SettingsRoute.path {
-        let file = try? Sys.readFile("\(dataRoot)/\(SettingsStore.route.name)/\(key.rawValue).json")
+    if request.path == Endpoint.settings.path {
+        let file = try? Sys.readFile("\(dataRoot)/\(SettingsStore.storeName.name)/\(key.rawValue).json")
         guard let file, let stored = try? JSONParser.parse(file, maxDepth: JSONParser.storedDocumentMaxDepth) else {
             require(false, "no readable settings file after \(context)")
             return
@@ -237,9 +237,9 @@ private func checkStored(_ response: CGIResponse, _ environment: [String: String
         return
     }
     let id = response.status == 201
-        ? String(response.header("Location")?.dropFirst(InboxRoute.collectionPath.count + 1) ?? "")
-        : String(request.path.dropFirst(InboxRoute.collectionPath.count + 1))
-    let file = try? Sys.readFile("\(dataRoot)/\(InboxStore.route.name)/\(key.rawValue)/messages/\(id).json")
+        ? String(response.header("Location")?.dropFirst(Endpoint.message.path.count) ?? "")
+        : String(request.path.dropFirst(Endpoint.message.path.count))
+    let file = try? Sys.readFile("\(dataRoot)/\(InboxStore.storeName.name)/\(key.rawValue)/messages/\(id).json")
     require(file == .some(response.body), "the message file \(show(file ?? [])) differs from \(context)")
 }
 

@@ -18,29 +18,30 @@ import MockCloudWire
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = inputBytes(data, size)
-    guard let envelope = Envelope(bytes: bytes) else { return 0 }
+    guard let stored = StoredEnvelope(bytes: bytes) else { return 0 }
+    let envelope = stored.envelope
     if let body = envelope.content, body.objectValue == nil {
         // Its printed form (no "deleted", a body that is not an object) cannot read back.
         require(false, "a live message whose body is not an object, from \(show(bytes))", finding: "envelope-body")
         return 0
     }
     let printed = JSONPrinter.compact(envelope.json)
-    guard let again = Envelope(bytes: printed) else {
+    guard let again = StoredEnvelope(bytes: printed)?.envelope else {
         require(false, "\(show(bytes)) reads, but its printed form \(show(printed)) does not")
         return 0
     }
     require(again == envelope, "\(show(bytes)) reads back as another envelope from \(show(printed))")
     require(JSONPrinter.compact(again.json) == printed, "\(show(printed)) prints differently the second time")
-    require(envelope.bytes == bytes, "an envelope read from disk does not keep its stored bytes")
+    require(stored.bytes == bytes, "an envelope read from disk does not keep its stored bytes")
 
     if !envelope.isTombstone {
-        let page = FeedPage(messages: [envelope], deleted: [], anchor: .beginning, hasMore: false)
+        let page = StoredFeedPage(messages: [stored], deleted: [], anchor: .beginning, hasMore: false)
         let text = page.bytes
         let listed = try? JSONParser.parse(text, maxDepth: JSONParser.storedDocumentMaxDepth)
         require(listed != nil, "a feed page with \(show(bytes)) spliced in is not JSON: \(show(text))", finding: "envelope-splice")
         if let listed, case .array(let messages)? = listed.objectValue?["messages"], let first = messages.first {
             let shown = JSONPrinter.compact(first)
-            require(Envelope(bytes: shown) == envelope, "a feed page lists \(show(bytes)) as \(show(shown))")
+            require(StoredEnvelope(bytes: shown)?.envelope == envelope, "a feed page lists \(show(bytes)) as \(show(shown))")
         }
     }
     return 0

@@ -24,7 +24,7 @@ import Testing
 
     @Test(arguments: ["0", "49", "1000", "-1", "+4", " 4", "4 ", "four", "4.0", "0x4"])
     func anythingElseIsRefusedNamingTheRange(_ text: String) {
-        let error = ConfigError("MOCKCLOUD_WAITS_PER_ADDRESS=\(text) is not a whole number from 1 to \(Waiting.atOnce) "
+        let error = ConfigError("MOCKCLOUD_WAITS_PER_ADDRESS=\(text) is not a whole number from 1 to \(Capacity.waitingAtOnce) "
             + "(the box's places for waiting requests): the waits one client address may hold at once")
         #expect(throws: error) { try ServiceConfig.waitsPerAddress(["MOCKCLOUD_WAITS_PER_ADDRESS": text]) }
         // Every request of a program so configured fails with it, as for the other settings.

@@ -4,6 +4,7 @@ import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 import Testing
 
 /// RFC 3875 meta-variables become a request; header names map to `HTTP_*`.

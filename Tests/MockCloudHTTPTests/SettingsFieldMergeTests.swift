@@ -89,18 +89,6 @@ import Testing
         #expect(timesFile == times)
     }
 
-    @Test func xMergeKeptQuotesNamesAHeaderCouldNotCarryBare() {
-        #expect(SettingsRoute.keptHeader([]) == nil)
-        #expect(SettingsRoute.keptHeader(["a", "b.c-d_E9"]) == "a, b.c-d_E9")
-        #expect(SettingsRoute.keptHeader(["two words", "caf\u{e9}", "x,y", "", "q\"\n"])
-            == #""two words", "caf\u00e9", "x,y", "", "q\"\n""#)
-        let many = (0..<1000).map { "member\($0)" }
-        let header = SettingsRoute.keptHeader(many)!
-        #expect(header.utf8.count <= SettingsRoute.keptHeaderLimit)
-        #expect(header.hasPrefix("member0, member1, "))
-        #expect(header.hasSuffix(", *"))
-    }
-
     @Test func whenNothingIsStoredAPerFieldPatchCreatesTheDocument() throws {
         let created = merge(#"{"a": 1, "gone": null, "updatedAt": "2026-05-18T10:01:00Z"}"#, device: "d1")
         #expect(created.status == 200)

@@ -6,6 +6,7 @@ import MockCloudHTTPTestSupport
 import MockCloudJSON
 import MockCloudStore
 import MockCloudSystem
+import MockCloudWire
 import Testing
 
 /// PUT: a JSON object, stamped and stored in the Python layout.
@@ -244,7 +245,7 @@ import Testing
             ("PUT", "storage failed; nothing was written and the stored data is unchanged"),
             ("GET", "reading the stored data failed"),
         ] {
-            let request = CGIRequest(method: method, path: SettingsRoute.path, headers: ["X-User-Key": "u1"])
+            let request = CGIRequest(method: method, path: Endpoint.settings.path, headers: ["X-User-Key": "u1"])
             #expect {
                 _ = try route.respond(to: request)
             } throws: { error in

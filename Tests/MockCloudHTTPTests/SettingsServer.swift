@@ -32,14 +32,14 @@ struct SettingsServer {
     @discardableResult
     func send(
         _ method: String, _ body: String = "", key: String? = "u1", headers: [String: String] = [:],
-        contentType: String = "", path: String = SettingsRoute.path
+        contentType: String = "", path: String = Endpoint.settings.path
     ) -> CGIResponse {
         send(method, bytes: Array(body.utf8), key: key, headers: headers, contentType: contentType, path: path)
     }
 
     func send(
         _ method: String, bytes: [UInt8], key: String? = "u1", headers: [String: String] = [:],
-        contentType: String = "", path: String = SettingsRoute.path
+        contentType: String = "", path: String = Endpoint.settings.path
     ) -> CGIResponse {
         var all = headers
         if let key { all["X-User-Key"] = key }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import MockCloudConfig
 import MockCloudHTTP
 import MockCloudHTTPTestSupport
 import MockCloudJSON
@@ -181,7 +182,7 @@ import Testing
         try data.write("", to: ".locks/keep")
         var held: [Int32] = []
         defer { for fd in held { close(fd) } }
-        for n in 0..<Waiting.atOnce {
+        for n in 0..<Capacity.waitingAtOnce {
             let fd = open(data.file(".locks/waiting.\(n).lock"), O_RDWR | O_CREAT, 0o600)
             _ = flock(fd, LOCK_EX | LOCK_NB)
             held.append(fd)

@@ -6,10 +6,10 @@ import MockCloudTestSupport
 import MockCloudWire
 import Testing
 
-/// The facts a waiting request rests on, held to their one home: fcgiwrap's
-/// process count (`Waiting.fcgiwrapProcesses`) in the launcher and in the
-/// package's unit drop-in, room in it for one address's requests beside
-/// every wait, nginx waiting for an answer longer than the longest wait
+/// The facts a waiting request rests on, held to their one home
+/// (`Capacity`): fcgiwrap's process count in the launcher and in the
+/// package's unit drop-in, nginx's per-address cap, room for one address's
+/// requests beside every wait, nginx waiting for an answer longer than the longest wait
 /// plus the programs' own time limit, nginx telling a waiting program that
 /// its client left, and the launcher checking the per-address share as the
 /// programs do.
@@ -24,17 +24,18 @@ import Testing
 
     @Test func theLauncherAndThePackagesUnitStartTheSameNumberOfFcgiwrapProcesses() throws {
         let launcher = try repositoryFile("nginx/mockcloud-nginx.sh")
-        #expect(try Self.processes(in: launcher, command: "\"$fcgiwrap\" -f") == Waiting.fcgiwrapProcesses)
+        #expect(try Self.processes(in: launcher, command: "\"$fcgiwrap\" -f") == Capacity.fcgiwrapProcesses)
         let dropIn = try repositoryFile("packaging/debian/fcgiwrap-mockcloud.conf")
-        #expect(try Self.processes(in: dropIn, command: "ExecStart=/usr/sbin/fcgiwrap") == Waiting.fcgiwrapProcesses)
+        #expect(try Self.processes(in: dropIn, command: "ExecStart=/usr/sbin/fcgiwrap") == Capacity.fcgiwrapProcesses)
     }
 
-    @Test func everyWaitStillLeavesOneAddresssCapOfProcesses() throws {
+    @Test func nginxCapsOneAddressAtItsShareAndSaysSo() throws {
         let locations = try repositoryFile("nginx/mockcloud-locations.conf")
         let line = try #require(locations.split(separator: "\n").first { $0.hasPrefix("limit_conn ") })
         let cap = try #require(Int(line.split(separator: " ").last!.dropLast()))
-        #expect(cap == 16)
-        #expect(Waiting.fcgiwrapProcesses - Waiting.atOnce >= cap)
+        #expect(cap == Capacity.requestsPerAddress)
+        #expect(locations.contains("(more than \(Capacity.requestsPerAddress) in progress)"))
+        #expect(Capacity.fcgiwrapProcesses - Capacity.waitingAtOnce >= cap)
     }
 
     @Test func nginxWaitsLongerThanTheLongestWaitAndTheProgramsLimit() throws {
@@ -53,8 +54,8 @@ import Testing
 
     @Test func theLauncherRefusesTheShareTheProgramsRefuse() throws {
         let launcher = try repositoryFile("nginx/mockcloud-nginx.sh")
-        #expect(launcher.contains("10#$WAITS_PER_ADDRESS >= 1 && 10#$WAITS_PER_ADDRESS <= \(Waiting.atOnce)"))
-        #expect(launcher.contains("must be from 1 to \(Waiting.atOnce) (the box's places for waiting requests)"))
-        #expect(ServiceConfig.defaultWaitsPerAddress <= Waiting.atOnce)
+        #expect(launcher.contains("10#$WAITS_PER_ADDRESS >= 1 && 10#$WAITS_PER_ADDRESS <= \(Capacity.waitingAtOnce)"))
+        #expect(launcher.contains("must be from 1 to \(Capacity.waitingAtOnce) (the box's places for waiting requests)"))
+        #expect(ServiceConfig.defaultWaitsPerAddress <= Capacity.waitingAtOnce)
     }
 }

@@ -4,7 +4,7 @@ import MockCloudSystem
 import MockCloudWire
 import Testing
 
-/// An envelope prints the same bytes whether its body comes printed
+/// A stored envelope prints the same bytes whether its body comes printed
 /// (`PrintedJSON`: a bulk item, measured before it is stored) or not.
 @Suite struct EnvelopeTests {
     static let bodies = [
@@ -16,20 +16,21 @@ import Testing
     func aPrintedBodyIsSplicedIntoTheSameBytes(text: String, source: String?) throws {
         let body = try JSONParser.parse(Array(text.utf8))
         let id = try #require(MessageID("nm-1"))
-        let plain = Envelope(id: id, version: 3, seq: 41, source: source, serverReceivedAt: "2026-12-01T10:00:00.000000Z",
-                             body: body)
-        let printed = Envelope(id: id, version: 3, seq: 41, source: source,
-                               serverReceivedAt: "2026-12-01T10:00:00.000000Z", body: PrintedJSON(body))
-        #expect(printed.bytes == JSONPrinter.compact(plain.json))
+        var plain = StoredEnvelope(Envelope(id: id, version: 3, seq: 0, source: nil, serverReceivedAt: "", body: body))
+        var printed = StoredEnvelope(id: id, version: 3, body: PrintedJSON(body))
+        plain.stamp(seq: 41, source: source.flatMap(DeviceID.init), receivedAt: "2026-12-01T10:00:00.000000Z")
+        printed.stamp(seq: 41, source: source.flatMap(DeviceID.init), receivedAt: "2026-12-01T10:00:00.000000Z")
+        #expect(printed.bytes == JSONPrinter.compact(plain.envelope.json))
         #expect(printed.bytes == plain.bytes)
-        #expect(Envelope(bytes: printed.bytes) == plain)
+        #expect(StoredEnvelope(bytes: printed.bytes) == plain)
     }
 
-    @Test func aBodyChangedAfterwardsIsPrintedAnew() throws {
-        var envelope = Envelope(id: try #require(MessageID("nm-1")), version: 1, seq: 2, source: nil,
-                                serverReceivedAt: "", body: PrintedJSON(.object(JSONObject())))
-        envelope.content = try JSONParser.parse(Array(#"{"kg": 70}"#.utf8))
-        #expect(envelope.bytes == JSONPrinter.compact(envelope.json))
+    @Test func anEnvelopeReadFromDiskKeepsItsBytes() throws {
+        // Not the printers' spacing: sent as stored, never printed again.
+        let text = #"{"id":"nm-1","version":1,"seq":2,"source":null,"serverReceivedAt":"","body":{"kg": 70}}"#
+        let stored = try #require(StoredEnvelope(bytes: Array(text.utf8)))
+        #expect(stored.bytes == Array(text.utf8))
+        #expect(stored.envelope.content == (try JSONParser.parse(Array(#"{"kg": 70}"#.utf8))))
     }
 
     @Test func aPrintedBodyIsTheCompactForm() throws {

@@ -42,13 +42,13 @@ import Testing
 
     @Test func anEnvelopeAfterAByteOrderMarkIsNotAnEnvelope() {
         let text = #"{"id":"a","version":1,"seq":2,"serverReceivedAt":"","body":{}}"#
-        #expect(Envelope(bytes: Array(text.utf8)) != nil)
-        #expect(Envelope(bytes: [0xEF, 0xBB, 0xBF] + Array(text.utf8)) == nil)
+        #expect(StoredEnvelope(bytes: Array(text.utf8)) != nil)
+        #expect(StoredEnvelope(bytes: [0xEF, 0xBB, 0xBF] + Array(text.utf8)) == nil)
     }
 
     @Test func aTombstoneWithABodyOrAMessageWithANonObjectBodyIsNotAnEnvelope() {
-        #expect(Envelope(bytes: Array(#"{"id":"a","version":1,"seq":2,"serverReceivedAt":"","deleted":true,"body":1}"#.utf8)) == nil)
-        #expect(Envelope(bytes: Array(#"{"id":"a","version":1,"seq":2,"serverReceivedAt":"","body":1}"#.utf8)) == nil)
-        #expect(Envelope(bytes: Array(#"{"id":"a","version":1,"seq":2,"serverReceivedAt":"","deleted":true}"#.utf8))?.isTombstone == true)
+        #expect(StoredEnvelope(bytes: Array(#"{"id":"a","version":1,"seq":2,"serverReceivedAt":"","deleted":true,"body":1}"#.utf8)) == nil)
+        #expect(StoredEnvelope(bytes: Array(#"{"id":"a","version":1,"seq":2,"serverReceivedAt":"","body":1}"#.utf8)) == nil)
+        #expect(StoredEnvelope(bytes: Array(#"{"id":"a","version":1,"seq":2,"serverReceivedAt":"","deleted":true}"#.utf8))?.envelope.isTombstone == true)
     }
 }

@@ -58,14 +58,14 @@ import Testing
     /// go on under a lock nobody else can see: it starts again on the file
     /// now at the path.
     @Test func aWaiterOnARemovedLockFileLocksTheNewOne() throws {
-        let lockPath = KeyLock.path(root: data.path, route: .userSettings, key: key)
+        let lockPath = KeyLock.path(root: data.path, store: .userSettings, key: key)
         let first = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let holderDone = DispatchSemaphore(value: 0)
         let root = data.path
         let key = self.key
         DispatchQueue.global().async {
-            try? KeyLock.withLock(root: root, route: .userSettings, key: key, holdsData: { false }) {
+            try? KeyLock.withLock(root: root, store: .userSettings, key: key, holdsData: { false }) {
                 first.signal()
                 release.wait()
             }
@@ -76,7 +76,7 @@ import Testing
         // thread is most likely waiting on it.
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { release.signal() }
         var heldAtPath = false
-        try KeyLock.withLock(root: data.path, route: .userSettings, key: key) {
+        try KeyLock.withLock(root: data.path, store: .userSettings, key: key) {
             // Another open file description cannot take the lock at the path.
             let fd = open(lockPath, O_RDWR | O_CLOEXEC)
             if fd >= 0 {
@@ -97,8 +97,8 @@ import Testing
         try data.write("half", to: "user_settings/.~u2.json")  // u2's lock file exists, nobody holds it
         try data.write("being written", to: "user_settings/.~u3.json")  // u3's writer is at work
         let u2 = UserKey("u2")!, u3 = UserKey("u3")!
-        try KeyLock.withLock(root: data.path, route: .userSettings, key: u2) {}
-        try KeyLock.withLock(root: data.path, route: .userSettings, key: u3) {
+        try KeyLock.withLock(root: data.path, store: .userSettings, key: u2) {}
+        try KeyLock.withLock(root: data.path, store: .userSettings, key: u3) {
             // Ages mean nothing: the live writer's file is older than the tidy interval.
             age("user_settings/.~u3.json")
             try SettingsStore(root: data.path, minimumFreeBytes: 0).replace(key, with: JSONObject(), given: Preconditions())

@@ -16,7 +16,7 @@ extension InboxStoreTests {
     /// Step 1, under the key's lock as `upkeep` takes it.
     func snapshot(_ store: InboxStore) throws -> InboxCompaction {
         var taken: InboxCompaction?
-        try KeyLock.withLock(root: data.path, route: .inbox, key: key) { taken = try InboxCompaction.snapshot(store) }
+        try KeyLock.withLock(root: data.path, store: .inbox, key: key) { taken = try InboxCompaction.snapshot(store) }
         return try #require(taken, "compaction is due")
     }
 
@@ -30,7 +30,7 @@ extension InboxStoreTests {
     func stored(_ store: InboxStore, _ ids: [String]) throws -> [String: (Int64, Int64)] {
         var state: [String: (Int64, Int64)] = [:]
         for name in ids {
-            if let envelope = try store.read(id(name)), !envelope.isTombstone { state[name] = (envelope.version, envelope.seq) }
+            if let envelope = try store.read(id(name))?.envelope, !envelope.isTombstone { state[name] = (envelope.version, envelope.seq) }
         }
         return state
     }
@@ -86,7 +86,7 @@ extension InboxStoreTests {
             Issue.record("not created")
             return
         }
-        #expect(next.seq == lastSeq + 1)
+        #expect(next.envelope.seq == lastSeq + 1)
     }
 
     @Test func aRecordTheBuildKeptWhoseMessageMovedOnIsSupersededNotShownTwice() throws {
@@ -100,8 +100,8 @@ extension InboxStoreTests {
         // m3's record from the build (seq 4) and its new one (seq 5): the feed shows it once, at 5.
         #expect(try logRecords().map(\.seq) == [1, 2, 3, 4, 5])
         let page = try store.changes(after: nil, limit: 100, excludingSource: nil)
-        #expect(page.messages.map(\.id.rawValue) == ["m0", "m1", "m2", "m3"])
-        #expect(page.messages.last?.seq == 5)
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["m0", "m1", "m2", "m3"])
+        #expect(page.messages.last?.envelope.seq == 5)
         // The next compaction drops the superseded record.
         for n in 0..<5 { _ = try store.put(id("n\(n)"), version: 1, source: nil, body: body(n)) }
         try store.upkeep()
@@ -128,7 +128,7 @@ extension InboxStoreTests {
         #expect(data.entries("inbox/u1/messages") == ["m0.json", "m1.json"])
         #expect(try stored(store, ["m0", "m1", "m2"]).mapValues { $0.0 } == ["m0": 1, "m1": 1])
         let page = try store.changes(after: nil, limit: 100, excludingSource: nil)
-        #expect(page.messages.map(\.id.rawValue) == ["m0", "m1"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["m0", "m1"])
         // The dropped deletions moved the epoch: an anchor from before them is gone.
         let header = try #require(try ChangeLog.openForReading(logPath)).header
         #expect(header.epoch == 1)
@@ -194,7 +194,7 @@ extension InboxStoreTests {
             Issue.record("m1 not created")
             return
         }
-        #expect(m1.seq == anchor.seq + 1)
+        #expect(m1.envelope.seq == anchor.seq + 1)
         // The next upkeep compacts (or finds the job done) and leaves no temporary.
         for n in 3..<8 { _ = try store.put(id("m\(n)"), version: 1, source: nil, body: body(n)) }
         try store.upkeep()

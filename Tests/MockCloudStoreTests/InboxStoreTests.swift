@@ -50,7 +50,7 @@ import Testing
         var anchor = anchor
         while true {
             let page = try store.changes(after: anchor, limit: limit, excludingSource: nil)
-            for message in page.messages { live[message.id.rawValue] = (message.version, message.seq) }
+            for message in page.page.messages { live[message.id.rawValue] = (message.version, message.seq) }
             for gone in page.deleted {
                 live[gone.id.rawValue] = nil
                 deleted.insert(gone.id.rawValue)
@@ -90,7 +90,7 @@ import Testing
             Issue.record("not a replacement")
             return
         }
-        #expect(replaced.seq == 3)
+        #expect(replaced.envelope.seq == 3)
         let (after, _, _) = try read(store, from: anchor, into: live)
         #expect(after.mapValues { $0.0 } == ["a": 2])
     }
@@ -114,7 +114,7 @@ import Testing
             Issue.record("not created")
             return
         }
-        #expect(next.seq == anchorBefore.seq + 1)
+        #expect(next.envelope.seq == anchorBefore.seq + 1)
     }
 
     @Test func aReaderFollowingItsAnchorAcrossACompactionMissesNothing() throws {

@@ -18,9 +18,9 @@ import Testing
         #expect(integrity.verdict(for: edited, sidecar: sidecar, at: SigningFixture.place)
                 == .invalid(reason: "MAC does not match the content and place of the file"))
         for other in [
-            DocumentPlace(route: .userSettings, key: UserKey("u2")!),
-            DocumentPlace(route: .inbox, key: UserKey("u1")!),
-            DocumentPlace(route: .userSettings, key: UserKey("u1")!, id: MessageID("x")),
+            DocumentPlace(store: .userSettings, key: UserKey("u2")!),
+            DocumentPlace(store: .inbox, key: UserKey("u1")!),
+            DocumentPlace(store: .userSettings, key: UserKey("u1")!, id: MessageID("x")),
         ] {
             #expect(integrity.verdict(for: doc, sidecar: sidecar, at: other) != .signed(keyID: "k1"))
         }

@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func theLockIsHeldWhileTheBodyRunsAndReleasedAfter() throws {
-        let heldInside = try KeyLock.withLock(root: data.path, route: .userSettings, key: key) {
+        let heldInside = try KeyLock.withLock(root: data.path, store: .userSettings, key: key) {
             isFree(".locks/user_settings.u1.lock")
         }
         #expect(heldInside == false)
@@ -31,14 +31,14 @@ import Testing
     }
 
     @Test func anExclusiveLockKeepsOutReadersToo() throws {
-        let readerGotIn = try KeyLock.withLock(root: data.path, route: .inbox, key: key) {
+        let readerGotIn = try KeyLock.withLock(root: data.path, store: .inbox, key: key) {
             isFree(".locks/inbox.u1.lock", shared: true)
         }
         #expect(readerGotIn == false)
     }
 
     @Test func aSharedLockAdmitsOtherReadersButNoWriter() throws {
-        let (reader, writer) = try KeyLock.withLock(root: data.path, route: .inbox, key: key, shared: true) {
+        let (reader, writer) = try KeyLock.withLock(root: data.path, store: .inbox, key: key, shared: true) {
             (isFree(".locks/inbox.u1.lock", shared: true), isFree(".locks/inbox.u1.lock"))
         }
         #expect(reader == true)
@@ -47,14 +47,14 @@ import Testing
     }
 
     @Test func lockFilesArePrivate() throws {
-        try KeyLock.withLock(root: data.path, route: .userSettings, key: key) {}
+        try KeyLock.withLock(root: data.path, store: .userSettings, key: key) {}
         #expect(data.entries(".locks") == ["user_settings.u1.lock"])
         #expect(data.mode(of: ".locks") == 0o700)
         #expect(data.mode(of: ".locks/user_settings.u1.lock") == 0o600)
     }
 
     @Test func otherKeysAndOtherScopesAreNotLocked() throws {
-        let free = try KeyLock.withLock(root: data.path, route: .userSettings, key: key) {
+        let free = try KeyLock.withLock(root: data.path, store: .userSettings, key: key) {
             (isFree(".locks/user_settings.u2.lock"), isFree(".locks/inbox.u1.lock"))
         }
         #expect(free == (true, true))
@@ -63,7 +63,7 @@ import Testing
     @Test func theBodysErrorPassesThroughAndTheLockIsReleased() throws {
         struct Refused: Error, Equatable {}
         #expect(throws: Refused()) {
-            try KeyLock.withLock(root: data.path, route: .userSettings, key: key) { throw Refused() }
+            try KeyLock.withLock(root: data.path, store: .userSettings, key: key) { throw Refused() }
         }
         #expect(isFree(".locks/user_settings.u1.lock"))
     }
@@ -71,7 +71,7 @@ import Testing
     @Test func aRootThatCannotHoldLocksIsAStorageError() throws {
         try data.write("file", to: "root")
         #expect {
-            try KeyLock.withLock(root: data.file("root"), route: .userSettings, key: key) {}
+            try KeyLock.withLock(root: data.file("root"), store: .userSettings, key: key) {}
         } throws: { error in
             (error as? StorageError)?.cause.errno.rawValue == ENOTDIR && (error as? StorageError)?.phase == .writing
         }

@@ -32,8 +32,13 @@ import Testing
         _ = try store.put(MessageID(id)!, version: version, source: source.map { DeviceID($0)! }, body: .object(JSONObject()))
     }
 
+    /// The box's places for waiting requests, as a deployment might give them.
+    static let places = 12
+
     /// `seconds` from now, nobody watching the answer; counted in `share` when given.
-    func limit(_ seconds: Int, share: WaitShare? = nil) -> WaitLimit { WaitLimit(seconds: seconds, share: share) }
+    func limit(_ seconds: Int, share: WaitShare? = nil) -> WaitLimit {
+        WaitLimit(seconds: seconds, places: Self.places, share: share)
+    }
 
     /// Takes place `n` as another process would, named for `address`
     /// (written only, not held, when `held` is false: a process that ended).
@@ -68,7 +73,7 @@ import Testing
         let inbox = store()
         try Self.put(inbox, "a")
         let (page, seconds) = try timed { try inbox.changes(after: nil, limit: 10, excludingSource: nil, waiting: limit(30)) }
-        #expect(page.messages.map(\.id.rawValue) == ["a"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["a"])
         #expect(seconds < 5)
     }
 
@@ -78,7 +83,7 @@ import Testing
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
         later(0.2) { try Self.put(inbox, "b") }
         let (page, seconds) = try timed { try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(30)) }
-        #expect(page.messages.map(\.id.rawValue) == ["b"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["b"])
         #expect(page.hasMore == false)
         #expect(seconds < 10)
     }
@@ -96,7 +101,7 @@ import Testing
         let inbox = store()
         later(0.2) { try Self.put(inbox, "first") }
         let page = try inbox.changes(after: nil, limit: 10, excludingSource: nil, waiting: limit(30))
-        #expect(page.messages.map(\.id.rawValue) == ["first"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["first"])
     }
 
     @Test func whenTheWaitRunsOutTheEmptyPageKeepsTheAnchor() throws {
@@ -104,7 +109,7 @@ import Testing
         try Self.put(inbox, "a")
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
         let (page, seconds) = try timed { try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(1)) }
-        #expect(page == FeedPage(messages: [], deleted: [], anchor: anchor, hasMore: false))
+        #expect(page.page == FeedPage(messages: [], deleted: [], anchor: anchor, hasMore: false))
         #expect(seconds >= 1 && seconds < 5)
     }
 
@@ -118,7 +123,7 @@ import Testing
         let (page, seconds) = try timed {
             try inbox.changes(after: anchor, limit: 10, excludingSource: DeviceID("phone"), waiting: limit(30))
         }
-        #expect(page.messages.map(\.id.rawValue) == ["theirs"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["theirs"])
         #expect(page.anchor.seq == 4)
         #expect(seconds >= 0.9)
     }
@@ -148,7 +153,7 @@ import Testing
         let (page, seconds) = try timed {
             try inbox.changes(after: anchor, limit: 10, excludingSource: DeviceID("phone"), waiting: limit(30))
         }
-        #expect(page.messages.map(\.id.rawValue) == ["after"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["after"])
         #expect(page.anchor.seq == 5)
         #expect(seconds >= 0.7)
         let log = try #require(try ChangeLog.openForReading(inbox.logPath))
@@ -160,7 +165,7 @@ import Testing
         let inbox = store(compactAt: 4)
         for i in 0..<5 { try Self.put(inbox, "m\(i)", version: Int64(i)) }
         // What a woken waiter does the moment the writer lets the lock go.
-        let lock = KeyLock.path(root: data.path, route: .inbox, key: key)
+        let lock = KeyLock.path(root: data.path, store: .inbox, key: key)
         let held = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             let fd = open(lock, O_RDONLY)
@@ -202,7 +207,7 @@ import Testing
         let inbox = store()
         try Self.put(inbox, "a")
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
-        let lock = KeyLock.path(root: data.path, route: .inbox, key: key)
+        let lock = KeyLock.path(root: data.path, store: .inbox, key: key)
         let free = DispatchSemaphore(value: 0)
         later(0.3) {
             let fd = open(lock, O_RDWR)
@@ -232,7 +237,7 @@ import Testing
         try data.write("", to: ".locks/keep")
         var held: [Int32] = []
         defer { for fd in held { close(fd) } }
-        for n in 0..<Waiting.atOnce {
+        for n in 0..<Self.places {
             let fd = open(data.file(".locks/waiting.\(n).lock"), O_RDWR | O_CREAT, 0o600)
             #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
             held.append(fd)
@@ -240,7 +245,7 @@ import Testing
         let inbox = store()
         try Self.put(inbox, "a")
         let anchor = try inbox.changes(after: nil, limit: 10, excludingSource: nil).anchor
-        #expect(throws: WaitError.tooManyWaiting(limit: Waiting.atOnce)) {
+        #expect(throws: WaitError.tooManyWaiting(limit: Self.places)) {
             _ = try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(30))
         }
         // Changes already there still answer: only a read that would sleep needs a place.
@@ -283,7 +288,7 @@ import Testing
         later(0) {
             // The names of the places held, until the waiter's is among them.
             for _ in 0..<500 {
-                let names = (0..<Waiting.atOnce).compactMap { n -> String? in
+                let names = (0..<Self.places).compactMap { n -> String? in
                     let fd = open(root + "/.locks/waiting.\(n).lock", O_RDWR)
                     defer { close(fd) }
                     guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) != 0 else { return nil }
@@ -301,7 +306,7 @@ import Testing
             try Self.put(InboxStore(root: root, key: key, settings: settings), "b")
         }
         let page = try inbox.changes(after: anchor, limit: 10, excludingSource: nil, waiting: limit(30, share: share))
-        #expect(page.messages.map(\.id.rawValue) == ["b"])
+        #expect(page.messages.map(\.envelope.id.rawValue) == ["b"])
         #expect(named.wait(timeout: .now() + 5) == .success)
     }
 
@@ -316,8 +321,8 @@ import Testing
                 start.wait()
                 do {
                     let page = try inbox.changes(after: anchor, limit: 10, excludingSource: nil,
-                                                 waiting: WaitLimit(seconds: 30, share: share))
-                    outcomes.add(page.messages.map(\.id.rawValue).joined())
+                                                 waiting: WaitLimit(seconds: 30, places: Self.places, share: share))
+                    outcomes.add(page.messages.map(\.envelope.id.rawValue).joined())
                 } catch {
                     outcomes.add("\(error)")
                 }

@@ -66,9 +66,9 @@ import Testing
         #expect {
             try AtomicFile.write(Array("new".utf8), to: "k.json", in: data.path)
         } throws: { error in
-            let storage = error as? StorageError
-            return storage?.cause.call == "rename" && storage?.cause.errno.rawValue == EISDIR && storage?.isOutOfSpace == false
-                && storage?.phase == .writing
+            let failure = error as? AtomicWriteError
+            return failure?.cause.call == "rename" && failure?.cause.errno.rawValue == EISDIR && failure?.cause.isNoSpace == false
+                && failure?.seen == .nothing
         }
         #expect(data.entries() == ["k.json"])
         #expect(data.text(of: "k.json/inside") == "keep")
@@ -89,7 +89,7 @@ import Testing
         #expect {
             try AtomicFile.write(Array("new".utf8), to: "k.json", in: data.path)
         } throws: { error in
-            (error as? StorageError)?.isOutOfSpace == false && (error as? StorageError)?.phase == .writing
+            (error as? AtomicWriteError)?.cause.isNoSpace == false && (error as? AtomicWriteError)?.seen == .nothing
         }
         #expect(data.text(of: "k.json") == "old")
     }
@@ -99,8 +99,8 @@ import Testing
         #expect {
             try AtomicFile.write(Array("x".utf8), to: "k.json", in: data.file("root/user_settings"))
         } throws: { error in
-            let storage = error as? StorageError
-            return storage?.cause.call == "mkdir" && storage?.cause.errno.rawValue == ENOTDIR && storage?.phase == .writing
+            let failure = error as? AtomicWriteError
+            return failure?.cause.call == "mkdir" && failure?.cause.errno.rawValue == ENOTDIR && failure?.seen == .nothing
         }
     }
 
@@ -109,9 +109,8 @@ import Testing
         #expect {
             _ = try AtomicFile.read("k.json", in: data.path)
         } throws: { error in
-            let storage = error as? StorageError
-            return storage?.cause.errno.rawValue == EISDIR && storage?.phase == .reading && storage?.isOutOfSpace == false
-                && storage?.cause.isNotWritable == false
+            let failure = error as? SystemError
+            return failure?.errno.rawValue == EISDIR && failure?.isNoSpace == false && failure?.isNotWritable == false
         }
     }
 
@@ -123,7 +122,7 @@ import Testing
         #expect {
             try AtomicFile.write(Array("new".utf8), to: "k.json", in: data.path)
         } throws: { error in
-            (error as? StorageError)?.phase == .writing && (error as? StorageError)?.cause.isNotWritable == true
+            (error as? AtomicWriteError)?.seen == .nothing && (error as? AtomicWriteError)?.cause.isNotWritable == true
         }
         #expect(data.text(of: "k.json") == "old")
     }

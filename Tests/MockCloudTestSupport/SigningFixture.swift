@@ -18,7 +18,7 @@ package enum SigningFixture {
     }
 
     /// User u1's settings.
-    package static let place = DocumentPlace(route: .userSettings, key: UserKey("u1")!)
+    package static let place = DocumentPlace(store: .userSettings, key: UserKey("u1")!)
 }
 
 /// Writes a key (or token) file with mode 0600.

@@ -27,9 +27,9 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 
 from samples import sample
+from suite import until
 
 
 class Watcher:
@@ -89,15 +89,6 @@ class Watcher:
         return f"last lines {list(self.lines)[-2:]}, stderr {self.errors[-3:]}"
 
 
-def until(condition, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def rename_in(folder, ident, body):
     """Writes `ident`.json as a scanner does: a hidden part file, renamed in."""
     part = os.path.join(folder, f".{ident}.json.part")
@@ -141,7 +132,7 @@ def watch_checks(checks, box, tool, work, folder_state, differences):
     status = first.stop()
     acknowledged = sum(1 for _ in open(os.path.join(folder, ".mockcloud-sync-pushed")))
     second = Watcher(tool, box, folder, key, "--delete")
-    ok = second.watching() and until(converged)
+    ok = second.watching() and until(converged, 120)
     truth = box.truth(key)
     caught_up = next((line for line in second.lines if line.get("watching")), {})
     checks.check(f"push --watch: a burst of 1,000 renamed in, the watcher SIGKILLed after {killed_after.get('sent')} "

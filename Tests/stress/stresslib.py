@@ -356,7 +356,7 @@ def check_layout_file(report, path, parts, name, allow_temporary):
             problem("%s: a temporary file was left behind" % path)
     elif parts == [".locks"]:
         lock = re.match(r"^(user_settings|inbox)\.(.+)\.lock$", name)
-        # A waiting request's place (Sources/MockCloudStore/Waiting.swift).
+        # A waiting request's place (Sources/MockCloudStore/DataDirectory.swift).
         if not re.match(r"^waiting\.(0|[1-9][0-9]?)\.lock$", name) and not (lock and KEY.match(lock.group(2))):
             problem("%s: not a lock file of a valid key" % path)
     elif parts == ["user_settings"]:

@@ -8,6 +8,7 @@ import http.client
 import itertools
 import os
 import ssl
+import time
 import urllib.parse
 
 # The stacks' certificates come from CAs of their own: not checked.
@@ -24,6 +25,17 @@ def connect(base, timeout=30, source=None):
                                        source_address=(source, 0) if source else None)
 
 _devices = itertools.count()
+
+
+def until(condition, timeout=60, step=0.05):
+    """True once `condition()` holds, checked every `step` seconds; False
+    after `timeout` seconds (a bound for what never happens, not a speed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return False
 
 
 def device_address():

@@ -1,4 +1,4 @@
-import Glibc
+import MockCloudSystem
 
 /// A failed storage call and how far the change had got when it failed: the
 /// HTTP layer words it for the client (and says whether the data changed),
@@ -26,6 +26,25 @@ package struct StorageError: Error, Equatable, CustomStringConvertible {
     package init(_ cause: SystemError, _ phase: Phase) {
         self.cause = cause
         self.phase = phase
+    }
+
+    /// A failed atomic write of stored data, by what readers could see of it.
+    package init(_ failure: AtomicWriteError) {
+        switch failure.seen {
+        case .nothing: self.init(failure.cause, .writing)
+        case .part: self.init(failure.cause, .partlyCommitted)
+        case .all: self.init(failure.cause, .syncingAfterCommit)
+        }
+    }
+
+    /// Runs `body`, which writes stored files atomically, with its
+    /// failures as `StorageError`s, by what readers saw of the write.
+    static func writing<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as AtomicWriteError {
+            throw StorageError(failure)
+        }
     }
 
     /// True when the disk or quota was full while changing data, before the

@@ -1,6 +1,5 @@
-/// The request method (`REQUEST_METHOD`). The routes switch over it
-/// exhaustively: a method a route does not serve is a 405, never another
-/// method's handler.
+/// The request method. The server's routes switch over it exhaustively: a
+/// method a route does not serve is a 405, never another method's handler.
 package enum HTTPMethod: Sendable, Hashable, CustomStringConvertible {
     case get
     case head

@@ -1,0 +1,68 @@
+/// A header name of the wire (docs/API.md §2), spelled once for the server
+/// and the client, with the CGI meta-variable a request's header arrives in
+/// on the server (`X-User-Key` → `HTTP_X_USER_KEY`, RFC 3875 4.1.18):
+/// written out, not derived per request, since deriving it costs every
+/// request a string each time (`CGIRequestTests` checks each derivation).
+package struct HTTPHeader: Sendable, Equatable {
+    /// As HTTP spells it, e.g. `X-User-Key`.
+    package let name: String
+    /// The meta-variable, e.g. `HTTP_X_USER_KEY`; empty for a header only
+    /// answers carry.
+    package let variable: String
+
+    private init(_ name: String, _ variable: String = "") {
+        self.name = name
+        self.variable = variable
+    }
+
+    // Sent by clients, read by the server.
+    package static let userKey = HTTPHeader("X-User-Key", "HTTP_X_USER_KEY")
+    package static let deviceID = HTTPHeader("X-Device-Id", "HTTP_X_DEVICE_ID")
+    package static let syncVersion = HTTPHeader("X-Sync-Version", "HTTP_X_SYNC_VERSION")
+    package static let authorization = HTTPHeader("Authorization", "HTTP_AUTHORIZATION")
+    package static let ifMatch = HTTPHeader("If-Match", "HTTP_IF_MATCH")
+    package static let ifNoneMatch = HTTPHeader("If-None-Match", "HTTP_IF_NONE_MATCH")
+    package static let contentEncoding = HTTPHeader("Content-Encoding", "HTTP_CONTENT_ENCODING")
+    /// `fields` (`HeaderValue.mergeFields`): a settings PATCH merges per
+    /// member, a GET answers the member times; in their answers, that they did.
+    package static let merge = HTTPHeader("X-Merge", "HTTP_X_MERGE")
+    /// Every header above, for the test that checks their meta-variables.
+    package static let read = [userKey, deviceID, syncVersion, authorization, ifMatch, ifNoneMatch, contentEncoding, merge]
+
+    // Written in answers, read by the client. (`Content-Type` is read from
+    // its own meta-variable, `CONTENT_TYPE`.)
+    package static let contentType = HTTPHeader("Content-Type")
+    package static let contentLength = HTTPHeader("Content-Length")
+    package static let etag = HTTPHeader("ETag")
+    package static let location = HTTPHeader("Location")
+    package static let allow = HTTPHeader("Allow")
+    package static let wwwAuthenticate = HTTPHeader("WWW-Authenticate")
+    package static let retryAfter = HTTPHeader("Retry-After")
+    /// The members of a per-field patch whose stored value won (`MergeKept`).
+    package static let mergeKept = HTTPHeader("X-Merge-Kept")
+}
+
+/// The header values that are words of the wire rather than data.
+package enum HeaderValue {
+    /// `Content-Type` of every JSON body, asked and answered.
+    package static let json = "application/json"
+    /// `Content-Type` of a settings `PATCH`: an RFC 7396 merge patch.
+    package static let mergePatch = "application/merge-patch+json"
+    /// `X-Merge`'s one value: a PATCH merges per member, a GET answers the
+    /// member times (docs/API.md §3, "Per-field merge").
+    package static let mergeFields = "fields"
+}
+
+extension Substring {
+    /// A header value without the spaces, tabs, CRs and LFs around it, by
+    /// bytes (a line's CR LF is one Character): the server's CGI values and
+    /// the client's header lines alike.
+    package func trimmingHeaderSpace() -> String {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+        let bytes = utf8
+        var start = bytes.startIndex, end = bytes.endIndex
+        while start < end, isSpace(bytes[start]) { start = bytes.index(after: start) }
+        while start < end, isSpace(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
+        return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+}
