@@ -146,8 +146,8 @@ def waits_when_the_stack_stops(box, checks):
     results = [None] * 6
     threads = []
     for i in range(6):
-        path, headers = (("/inbox?wait=30&anchor=" + anchor, {}) if i % 2 == 0
-                         else ("/user/settings?wait=30", {"If-None-Match": "*"}))
+        path, headers = (("/inbox?wait=60&anchor=" + anchor, {}) if i % 2 == 0
+                         else ("/user/settings?wait=60", {"If-None-Match": "*"}))
         threads.append(threading.Thread(target=held_request, args=(box, path, "w-stop", headers, results, i)))
     for thread in threads:
         thread.start()
@@ -156,12 +156,14 @@ def waits_when_the_stack_stops(box, checks):
     port, data = str(box.stack.port), box.stack.data
     box.stop()
     for thread in threads:
-        thread.join(30)
+        thread.join(90)
     took = time.monotonic() - started
     leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_program_of(pid, box)]
     problems = [f"answers: {results}"] if any(r is None or (isinstance(r, int) and r >= 500) for r in results) else []
-    if took > 15:
-        problems.append(f"the stop took {took:.1f} s")
+    # Ended by the stop, not by running out their 60 s: the bound tells the
+    # two apart whatever the machine's load, it does not time the stop.
+    if took > 55:
+        problems.append(f"the waits ended {took:.1f} s after the stop: they ran out, the stop did not end them")
     if leftovers:
         problems.append(f"programs left running: {leftovers}")
     checks.check("the stack stopped under 6 waits: each ends with a closed connection or a clean answer, "
