@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.join(REPO, "Tests", "client"))
 sys.path.insert(0, os.path.join(HERE, "lan"))
 sys.path.insert(0, HERE)
 import engine as driver  # noqa: E402  (Tests/client/engine.py)
+import report  # noqa: E402
 from samples import sample  # noqa: E402
 from stack import Stack  # noqa: E402
 
@@ -198,7 +199,7 @@ def main():
     for program in (TOOL, LIBRARY):
         if not os.access(program, os.X_OK):
             raise SystemExit(f"bench-engine: no {program}: run make build")
-    load = os.getloadavg()[0]
+    load = report.load_average()
     work = tempfile.mkdtemp(prefix="bench-engine.")
     rows, notes = [], []
     try:
@@ -266,16 +267,12 @@ def main():
                          f"+ 10 ms = {ms(2 * bench_lan.RTT + 0.010)} **{'met' if fresh <= 2 * bench_lan.RTT + 0.010 else 'missed'}**.")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     text = "\n".join([
-        f"Measured by `make bench-engine` on {time.strftime('%Y-%m-%d')}, commit `{commit}`, {os.cpu_count()} cores "
-        f"(load average {load:.1f} at the start); CurlTransport; the stack's data on disk for loopback.", "",
+        "# SyncEngine (`make bench-engine`)", "", report.measured(load, report.load_average()),
+        "CurlTransport; the stack's data on disk for loopback.", "",
         "| what | samples | median | worst | best |", "| --- | --- | --- | --- | --- |", *rows, "", *notes,
     ])
-    print(text)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text + "\n")
+    report.publish(args.out, text + "\n")
 
 
 if __name__ == "__main__":

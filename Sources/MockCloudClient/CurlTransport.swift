@@ -95,8 +95,8 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
                 // A thread of its own: a transfer blocks it for as long as
                 // the request lasts (a wait, 30 s), and Dispatch's global
                 // queue, as wide as the cores, starts another worker only
-                // after a delay once they are all blocked, which held a
-                // bulk upload back by up to 0.6 s behind two waits.
+                // after a delay once they are all blocked: a request sent
+                // beside waits would sit behind them.
                 Thread {
                     guard let handle = self.pool.sync(execute: { self.idle.popLast() }) ?? Handle.make() else {
                         return continuation.resume(returning: .failure(TransportError.setup("curl_easy_init failed")))
