@@ -60,7 +60,8 @@ export MOCKCLOUD_API_RECORD="$logs/api-answers"
 # ---------------------------------------------------------------- the jobs
 
 # job NAME NEEDS COMMAND...: a suite (or, with BUILD=1 before it, a build)
-# to run once every job NEEDS names (space-separated) has ended; one that
+# to run once every job NEEDS names (comma-separated: names have spaces,
+# "build (tests)") has ended; one that
 # needs a build that failed is not run. Listed longest first: the order in
 # which free slots take them.
 JOBS=()
@@ -83,7 +84,7 @@ done
 job fuzz "" Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 job "swift test" "build (tests)" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
 # One pip at a time in .build/venv; the answers acceptance kept.
-job api "acceptance api-packages" Tests/api/run.sh
+job api "acceptance,api-packages" Tests/api/run.sh
 job dependent "" Tests/dependent/run.sh
 job package "" Tests/package/run.sh
 # SwiftPM again, in the same .build: after the tests' build and run.
@@ -98,6 +99,23 @@ if ((ALL)); then
     job flood "" Tests/stress/flood.sh
     job testssl "" bash -c 'packaging/deps.sh serve testssl && Tests/stress/testssl.sh'
 fi
+
+# needs NAME: what NAME needs, a name a line.
+needs() {
+    local list
+    IFS=, read -ra list <<<"${NEEDS[$1]}"
+    ((${#list[@]} == 0)) || printf '%s\n' "${list[@]}"
+}
+
+# A need that names no job would never end: the run would wait for good.
+for name in "${JOBS[@]}"; do
+    while IFS= read -r need; do
+        [[ -n "${COMMAND[$need]:-}" || "$need" == api-packages ]] || {
+            echo "Tests/run-all.sh: the job \"$name\" needs \"$need\", which is no job" >&2
+            exit 2
+        }
+    done < <(needs "$name")
+done
 
 # ---------------------------------------------------------------- running
 
@@ -125,11 +143,11 @@ skipped() {
 # runs, 2 when a build it needs failed.
 ready() {
     local need status
-    for need in ${NEEDS[$1]}; do
+    while IFS= read -r need; do
         [[ -e "$logs/$need.done" ]] || return 1
         read -r status _ <"$logs/$need.done"
         if [[ "${IS_BUILD[$need]:-1}" == 1 ]] && ((status != 0)); then return 2; fi
-    done
+    done < <(needs "$1")
     return 0
 }
 
@@ -167,6 +185,14 @@ run_jobs() {
         done
         pending=("${left[@]}")
         [[ -n "$(jobs -rp)" ]] || ended_unreported
+        # Nothing running and nothing could start: what is left waits on
+        # something that will never end; it fails rather than waits for good.
+        if ((${#pending[@]} > 0 && $(running) == 0)); then
+            for name in "${pending[@]}"; do
+                skipped "$name" "$name: not run: it waits on $(needs "$name" | paste -sd, -), which never ended"
+            done
+            pending=()
+        fi
         report
         sleep 1
     done
