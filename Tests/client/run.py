@@ -62,6 +62,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -284,12 +285,20 @@ def delete_then_compact(box, key, prefix="s"):
     """Deletes the key's first 40 samples, then makes its compaction due on
     a box whose tombstone horizon is 0: the log (300 records) must double
     before it is compacted, so 700 more changes. Anchors from before now
-    answer 410."""
+    answer 410. The compaction is the write's upkeep, after its answer:
+    returns once an anchor from before the deletions answers 410 (the
+    bound, the programs' 120 s upkeep limit, is against a hang)."""
+    status, page = box.request("GET", "/inbox?limit=1", key)
+    assert status == 200 and page.get("anchor"), f"GET /inbox?limit=1: {status} {page}"
     for i in range(40):
         box.request("DELETE", f"/inbox/{prefix}-{i:05d}", key, device="app-1")
     churn = [{"id": f"churn-{n}", "body": {"n": n}} for n in range(350)]
     churn += [{"id": f"churn-{n}", "deleted": True} for n in range(350)]
     box.request("POST", "/inbox:bulk", key, device="app-1", body={"messages": churn})
+    deadline = time.monotonic() + 120
+    while box.request("GET", "/inbox?anchor=" + urllib.parse.quote(page["anchor"]), key)[0] != 410:
+        assert time.monotonic() < deadline, "the inbox was not compacted within the upkeep's 120 s"
+        time.sleep(0.05)
 
 
 # ---------------------------------------------------------------- the library, over one transport
