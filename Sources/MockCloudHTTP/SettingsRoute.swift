@@ -104,10 +104,13 @@ package struct SettingsRoute: Sendable {
     }
 
     /// A GET with `If-None-Match` and `wait`: held while its answer would be
-    /// the same (304 for a named tag, 404 for nothing stored), and answered
-    /// as soon as another write makes it news: a document whose tag is not
-    /// named (200), one where nothing was stored (200, whatever the tags),
-    /// or a deletion (404). When the wait ends, the ordinary answer.
+    /// the same (304 for a named tag; 404 for nothing stored, to a client
+    /// that holds no document: `*` or `""`), and answered as soon as another
+    /// write makes it news: a document whose tag is not named (200), one
+    /// where nothing was stored (200, whatever the tags), or a deletion
+    /// (404). A client that names a document deleted before its wait began
+    /// hears 404 at once: the deletion is its news. When the wait ends, the
+    /// ordinary answer.
     private func get(
         _ key: UserKey, ifNoneMatch: TagCondition, waitingSeconds seconds: Int, from address: String?
     ) throws -> CGIResponse {
@@ -116,7 +119,9 @@ package struct SettingsRoute: Sendable {
             guard let bytes else { return first != nil }
             return first == nil || !ifNoneMatch.names(EntityTag(of: bytes))
         }
-        if isNews(first) { return try answer(first, key, ifNoneMatch: ifNoneMatch) }
+        if isNews(first) || (first == nil && ifNoneMatch.namesADocument) {
+            return try answer(first, key, ifNoneMatch: ifNoneMatch)
+        }
         let bytes = try store.read(key, after: first, waiting: waiting.limit(seconds: seconds, address: address),
                                    until: isNews)
         // A document where there was none is news even to `If-None-Match: *`.

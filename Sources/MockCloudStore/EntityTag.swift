@@ -45,6 +45,14 @@ package enum TagCondition: Sendable, Equatable {
         case .tags(let tags): return tags.contains(current)
         }
     }
+
+    /// True when a tag is named that a stored document may have had: the
+    /// client holds a document. `*` and the empty tag `""` (which no
+    /// document has) say that it holds none.
+    package var namesADocument: Bool {
+        guard case .tags(let tags) = self else { return false }
+        return tags.contains { $0.text != "\"\"" }
+    }
 }
 
 /// The conditions a write is made on (RFC 7232's `If-Match` and

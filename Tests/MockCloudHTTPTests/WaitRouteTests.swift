@@ -139,7 +139,8 @@ import Testing
         #expect(get("wait=30", headers: ["If-None-Match": etag]).status == 404)
     }
 
-    @Test(arguments: ["*", #""0000000000000000""#])
+    /// `*` and `""` (what the client sends holding nothing) wait for a document.
+    @Test(arguments: ["*", #""""#])
     func aDocumentWhereThereWasNoneEndsTheWaitWith200(ifNoneMatch: String) {
         let route = settings
         later(0.2) {
@@ -149,6 +150,15 @@ import Testing
         let response = get("wait=30", headers: ["If-None-Match": ifNoneMatch])
         #expect(response.status == 200)
         #expect(String(decoding: response.body, as: UTF8.self).contains(#""new": true"#))
+    }
+
+    /// A client that holds a document deleted before its wait began (the
+    /// deletion came between its reads) hears of the deletion at once.
+    @Test func aDocumentsTagWithNothingStoredIs404AtOnce() throws {
+        let etag = try #require(put(#"{"a": 1}"#).header("ETag"))
+        _ = answer { try settings.respond(to: CGIRequest(method: "DELETE", path: "/user/settings", headers: ["X-User-Key": "u1"])) }
+        #expect(get("wait=30", headers: ["If-None-Match": etag]).status == 404)
+        #expect(allowed.withLock { $0 } == [])
     }
 
     @Test func nothingStoredIs404WhenTheWaitRunsOut() {

@@ -91,6 +91,15 @@ collect settings
 [[ "$HELD_STATUS" == 200 ]] || fail "the wait answered $HELD_STATUS"
 grep -q '"units": "imperial"' "$WORK/settings.body" || fail "the wait answered $(cat "$WORK/settings.body")"
 
+it "a settings wait naming a document deleted before the wait began answers 404 at once (the deletion is news)"
+expect 200 PUT /user/settings -H 'X-User-Key: lp-gone' -d '{"units": "metric"}'
+etag="$(last_header ETag)"
+expect 204 DELETE /user/settings -H 'X-User-Key: lp-gone'
+started=$SECONDS
+expect 404 GET '/user/settings?wait=30' -H 'X-User-Key: lp-gone' -H "If-None-Match: $etag"
+body_is '{"error": "no settings stored for this user"}'
+((SECONDS - started < 10)) || fail "it waited $((SECONDS - started)) s for a deletion that had happened"
+
 it "a settings wait where nothing is stored answers when a document appears; without If-None-Match wait answers at once"
 held empty '/user/settings?wait=30' -H 'X-User-Key: lp-new' -H 'If-None-Match: *'
 sleep 1
