@@ -6,8 +6,10 @@
 #   api-break       MockCloudClient's public API against the last release's
 #   formats         the harness's change-log format against the programs
 #   acceptance      shell cases through nginx + fcgiwrap + TLS
-#   api             docs/openapi.yaml: the document, schemathesis, and every
-#                   answer the acceptance cases got (so after acceptance)
+#   api             docs/openapi.yaml: the document, schemathesis and the
+#                   merge's convergence against a stack of its own
+#   api (answers)   every answer the acceptance cases got, against the
+#                   document (so after acceptance)
 #   client (PART)   mockcloud-sync and MockCloudClient against real stacks,
 #                   in five parts (Tests/client/run.py --part)
 #   reinstall       make install's step into a cgi-bin a stack serves from
@@ -21,7 +23,8 @@
 # Once the release build is done, up to MOCKCLOUD_TEST_JOBS suites (default
 # 4: most of them wait on stacks, sleeps and timeouts more than they
 # compute) run at once, the longest first, each when what it needs has
-# ended (the Swift tests their build; api the acceptance answers). Each
+# ended (the Swift tests their build; api (answers) the acceptance
+# cases). Each
 # suite writes to a log of its own, printed whole when the suite ends, then
 # a line with its counts, its seconds and the CPU seconds of every process
 # it started (its stacks included: Tests/support/reap.py); a process it left
@@ -81,10 +84,13 @@ job stress "" Tests/stress/short.sh
 for part in tool urlsession curl watch waits; do
     job "client ($part)" "" Tests/client/run.py --part "$part"
 done
+# One pip at a time in .build/venv: after api-packages. The document
+# against a stack of its own, beside the acceptance cases; then against
+# the answers they kept.
+job api api-packages Tests/api/run.sh service
 job fuzz "" Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
 job "swift test" "build (tests)" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
-# One pip at a time in .build/venv; the answers acceptance kept.
-job api "acceptance,api-packages" Tests/api/run.sh
+job "api (answers)" "acceptance,api-packages" Tests/api/run.sh answers
 job dependent "" Tests/dependent/run.sh
 job package "" Tests/package/run.sh
 # SwiftPM again, in the same .build: after the tests' build and run.

@@ -2,7 +2,9 @@
 # docs/openapi.yaml against the running service: the document itself, then
 # schemathesis and the acceptance cases' answers against a real stack.
 #
-#   Tests/api/run.sh            `make test`: bounded, fixed seed (well under 2 min)
+#   Tests/api/run.sh            bounded, fixed seed (well under 2 min): 1-4
+#   Tests/api/run.sh service    1-3 (`make test`, beside the acceptance cases)
+#   Tests/api/run.sh answers    4 alone (`make test`, after the acceptance cases)
 #   Tests/api/run.sh fuzz SECS  `make fuzz-api`: schemathesis for SECS seconds,
 #                               a fresh seed, the request count from nginx's log
 #
@@ -62,6 +64,53 @@ if ! "$REPO/packaging/deps.sh" api; then
     fail "the Python packages for the API tests install (packaging/deps.sh api: python3 -m venv, pip from PyPI)"
     finish
 fi
+
+# check_answers: every answer the acceptance cases got is one the document
+# describes (4.), and the check fails for a document that lacks one.
+check_answers() {
+    record="${MOCKCLOUD_API_RECORD:-}"
+    if [[ -z "$record" || ! -s "$record/index.tsv" ]]; then
+        record="$WORK/answers"
+        echo "== the acceptance cases, their answers kept for the document check"
+        MOCKCLOUD_API_RECORD="$record" "$REPO/Tests/acceptance/run.sh" >"$WORK/acceptance.log" 2>&1 ||
+            echo "(the acceptance cases themselves failed: $(tail -n 1 "$WORK/acceptance.log"))"
+    fi
+    "$VENV/bin/python" "$HERE/conformance.py" "$DOC" "$record" | tee "$WORK/conformance.log"
+    if [[ "$(tail -n 1 "$WORK/conformance.log")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        PASSED=$((PASSED + BASH_REMATCH[1]))
+        FAILED=$((FAILED + BASH_REMATCH[2]))
+    else
+        fail "Tests/api/conformance.py ran"
+    fi
+    # The check itself can fail: with 412 taken out of PUT /user/settings (the
+    # acceptance cases get it for a stale If-Match), the same answers must not pass.
+    "$VENV/bin/python" - "$DOC" "$WORK/without-412.yaml" <<'PYTHON'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
+del doc["paths"]["/user/settings"]["put"]["responses"]["412"]
+yaml.safe_dump(doc, open(sys.argv[2], "w", encoding="utf-8"), sort_keys=False)
+PYTHON
+    if "$VENV/bin/python" "$HERE/conformance.py" "$WORK/without-412.yaml" "$record" >"$WORK/mutant.log" 2>&1; then
+        fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+    elif grep -q "status 412 is not documented for PUT /user/settings" "$WORK/mutant.log"; then
+        pass "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+    else
+        sed 's/^/        /' "$WORK/mutant.log" | tail -5
+        fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
+    fi
+}
+
+case "$MODE" in
+    check | service | fuzz) ;;
+    answers)
+        check_answers
+        finish
+        ;;
+    *)
+        echo "usage: Tests/api/run.sh [check | service | answers | fuzz SECONDS]" >&2
+        exit 2
+        ;;
+esac
 
 # ---------------------------------------------------------------- 1. document
 
@@ -166,34 +215,5 @@ fi
 
 # ---------------------------------------------------------------- 4. acceptance answers
 
-record="${MOCKCLOUD_API_RECORD:-}"
-if [[ -z "$record" || ! -s "$record/index.tsv" ]]; then
-    record="$WORK/answers"
-    echo "== the acceptance cases, their answers kept for the document check"
-    MOCKCLOUD_API_RECORD="$record" "$REPO/Tests/acceptance/run.sh" >"$WORK/acceptance.log" 2>&1 ||
-        echo "(the acceptance cases themselves failed: $(tail -n 1 "$WORK/acceptance.log"))"
-fi
-"$VENV/bin/python" "$HERE/conformance.py" "$DOC" "$record" | tee "$WORK/conformance.log"
-if [[ "$(tail -n 1 "$WORK/conformance.log")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    PASSED=$((PASSED + BASH_REMATCH[1]))
-    FAILED=$((FAILED + BASH_REMATCH[2]))
-else
-    fail "Tests/api/conformance.py ran"
-fi
-# The check itself can fail: with 412 taken out of PUT /user/settings (the
-# acceptance cases get it for a stale If-Match), the same answers must not pass.
-"$VENV/bin/python" - "$DOC" "$WORK/without-412.yaml" <<'PYTHON'
-import sys, yaml
-doc = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
-del doc["paths"]["/user/settings"]["put"]["responses"]["412"]
-yaml.safe_dump(doc, open(sys.argv[2], "w", encoding="utf-8"), sort_keys=False)
-PYTHON
-if "$VENV/bin/python" "$HERE/conformance.py" "$WORK/without-412.yaml" "$record" >"$WORK/mutant.log" 2>&1; then
-    fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
-elif grep -q "status 412 is not documented for PUT /user/settings" "$WORK/mutant.log"; then
-    pass "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
-else
-    sed 's/^/        /' "$WORK/mutant.log" | tail -5
-    fail "conformance.py fails when the document lacks a status the service answers (412 on PUT /user/settings)"
-fi
+[[ "$MODE" == service ]] || check_answers
 finish
