@@ -163,116 +163,173 @@ def allowed(changes):
     return [value for value, _ in changes[acked[-1]:]]
 
 
-def crash_checks(checks, lib, box, t, work, rounds=40, seed=7):
-    key = f"engine-crash-{t}"
-    state, store = os.path.join(work, f"engine-crash-{t}"), os.path.join(work, f"engine-crash-{t}.store")
-    rng = random.Random(seed + (t == "urlsession"))
-    uploads = {}   # id -> [((version, body) or None, acknowledged)]
-    edits = {}     # member -> [(value or None, acknowledged)]
-    versions = {}  # id -> last version handed out
-    mirror = {}    # another device's writes, each acknowledged by the box
-    clock = 0
-    stats = {"kills": 0, "killed while running": 0, "killed among its enqueues": 0, "acknowledged puts": 0, "acknowledged deletions": 0,
-             "acknowledged edits": 0, "changes handed over unacknowledged": 0}
-    problems = []
-    for r in range(rounds):
-        running = rng.random() < 0.75
-        engine = Engine(lib, box, key, state, store, include_own=True, run=running)
-        planned = []
+class CrashRounds:
+    """The rounds of crash_checks: an engine handed random changes and killed
+    with -9 each round, with a ledger of what was handed over and what came
+    back acknowledged, to judge the box and the store by at the end."""
+
+    def __init__(self, lib, box, t, work, rng):
+        self.lib, self.box, self.rng = lib, box, rng
+        self.key = f"engine-crash-{t}"
+        self.state, self.store = os.path.join(work, f"engine-crash-{t}"), os.path.join(work, f"engine-crash-{t}.store")
+        self.uploads = {}   # id -> [((version, body) or None, acknowledged)]
+        self.edits = {}     # member -> [(value or None, acknowledged)]
+        self.versions = {}  # id -> last version handed out
+        self.mirror = {}    # another device's writes, each acknowledged by the box
+        self.clock = 0
+        self.stats = {"kills": 0, "killed while running": 0, "killed among its enqueues": 0, "acknowledged puts": 0,
+                      "acknowledged deletions": 0, "acknowledged edits": 0, "changes handed over unacknowledged": 0}
+        self.problems = []
+
+    def engine(self, run):
+        """An engine on this check's state directory and store."""
+        return Engine(self.lib, self.box, self.key, self.state, self.store, include_own=True, run=run)
+
+    def round(self, r):
+        """One round: an engine (running or not) handed random changes, the
+        other device writing meanwhile, killed after a random while."""
+        running = self.rng.random() < 0.75
+        engine = self.engine(running)
+        planned = self.plan()
+        places = self.hand_over(planned)
+        engine.send(*[command for _, _, command in planned])
+        self.other_device_writes()
+        self.kill_later(engine)
+        self.acknowledge(r, running, engine, planned, places)
+
+    def plan(self):
+        """A round's random commands, each (kind, what, command line)."""
+        rng, planned = self.rng, []
         for _ in range(rng.randint(3, 40)):
             roll = rng.random()
-            live = [i for i, changes in uploads.items() if changes[-1][0] is not None]
+            live = [i for i, changes in self.uploads.items() if changes[-1][0] is not None]
             if roll < 0.25:
-                clock += 1
-                members = {f"m{rng.randrange(5)}": (None if rng.random() < 0.15 else clock) for _ in range(rng.randint(1, 2))}
-                planned.append(("edit", members, f"edit {stamp(clock)} {json.dumps(members)}"))
+                self.clock += 1
+                members = {f"m{rng.randrange(5)}": (None if rng.random() < 0.15 else self.clock) for _ in range(rng.randint(1, 2))}
+                planned.append(("edit", members, f"edit {stamp(self.clock)} {json.dumps(members)}"))
             elif roll < 0.35 and live:
                 ident = rng.choice(live)
                 planned.append(("delete", ident, f"delete {ident}"))
             else:
-                ident = rng.choice(list(uploads)) if uploads and rng.random() < 0.5 else f"c-{len(uploads):04d}"
-                versions[ident] = versions.get(ident, 0) + 1
-                body = {"id": ident, "v": versions[ident], "pad": "p" * rng.choice([0, 50, 2000])}
-                planned.append(("put", (ident, versions[ident], body), f"put {ident} {versions[ident]} {json.dumps(body)}"))
-        places = []  # per command: the (list, index) of each change it hands over
+                ident = rng.choice(list(self.uploads)) if self.uploads and rng.random() < 0.5 else f"c-{len(self.uploads):04d}"
+                self.versions[ident] = self.versions.get(ident, 0) + 1
+                body = {"id": ident, "v": self.versions[ident], "pad": "p" * rng.choice([0, 50, 2000])}
+                planned.append(("put", (ident, self.versions[ident], body), f"put {ident} {self.versions[ident]} {json.dumps(body)}"))
+        return planned
+
+    def hand_over(self, planned):
+        """Enters the planned changes unacknowledged; per command, the (list,
+        index) of each change it hands over, for its acknowledgement to mark."""
+        places = []
         for kind, what, _ in planned:
             if kind == "edit":
-                changes = [edits.setdefault(member, []) for member in what]
+                changes = [self.edits.setdefault(member, []) for member in what]
                 for member, value in what.items():
-                    edits[member].append((value, False))
+                    self.edits[member].append((value, False))
                 places.append([(c, len(c) - 1) for c in changes])
             else:
                 ident = what if kind == "delete" else what[0]
-                changes = uploads.setdefault(ident, [])
+                changes = self.uploads.setdefault(ident, [])
                 changes.append((None if kind == "delete" else (what[1], what[2]), False))
                 places.append([(changes, len(changes) - 1)])
-        engine.send(*[command for _, _, command in planned])
-        if rng.random() < 0.3:
-            ident = f"mirror-{len(mirror):03d}"
-            status, _ = box.request("PUT", f"/inbox/{ident}", key, device="mirror-1", body={"scan": len(mirror)})
+        return places
+
+    def other_device_writes(self):
+        """Now and then a write from another device, for the engine's feed to bring in."""
+        if self.rng.random() < 0.3:
+            ident = f"mirror-{len(self.mirror):03d}"
+            status, _ = self.box.request("PUT", f"/inbox/{ident}", self.key, device="mirror-1", body={"scan": len(self.mirror)})
             if status in (200, 201):
-                mirror[ident] = (0, {"scan": len(mirror)})
-        when = rng.random()
+                self.mirror[ident] = (0, {"scan": len(self.mirror)})
+
+    def kill_later(self, engine):
+        """kill -9 at a random moment: among the enqueues, or in the run."""
+        when = self.rng.random()
         if when < 0.4:  # among the enqueues and edits: a few ms after the first was acknowledged
             engine.until(lambda: engine.acks(), 30)
-            time.sleep(rng.uniform(0, 0.03))
+            time.sleep(self.rng.uniform(0, 0.03))
         else:  # during the sends, the feed's pages and the waits
-            time.sleep(rng.uniform(0.1, 0.5) if when < 0.7 else rng.uniform(0.4, 1.5))
+            time.sleep(self.rng.uniform(0.1, 0.5) if when < 0.7 else self.rng.uniform(0.4, 1.5))
         engine.kill()
+
+    def acknowledge(self, r, running, engine, planned, places):
+        """Marks what the killed engine acknowledged, counts the round, and
+        notes acknowledgements that do not match their command and errors."""
         acks = engine.acks()
-        stats["kills"] += 1
-        stats["killed while running"] += running
-        stats["killed among its enqueues"] += 0 < len(acks) < len(planned)
+        self.stats["kills"] += 1
+        self.stats["killed while running"] += running
+        self.stats["killed among its enqueues"] += 0 < len(acks) < len(planned)
         for (kind, what, command), where, ack in zip(planned, places, acks):
             if ack.get("ack") != kind or (kind == "put" and (ack.get("id"), ack.get("version")) != what[:2]):
-                problems.append(f"round {r}: {command[:60]} acknowledged as {ack}")
+                self.problems.append(f"round {r}: {command[:60]} acknowledged as {ack}")
                 continue
             for changes, index in where:
                 changes[index] = (changes[index][0], True)
-            stats["acknowledged " + {"edit": "edits", "delete": "deletions", "put": "puts"}[kind]] += 1
-        stats["changes handed over unacknowledged"] += len(planned) - len(acks)
+            self.stats["acknowledged " + {"edit": "edits", "delete": "deletions", "put": "puts"}[kind]] += 1
+        self.stats["changes handed over unacknowledged"] += len(planned) - len(acks)
         failed = [line for line in engine.seen() if "error" in line and "event" not in line or line.get("run") == "failed"]
         if failed:
-            problems.append(f"round {r}: {failed[:2]} {engine.stderr()}")
+            self.problems.append(f"round {r}: {failed[:2]} {engine.stderr()}")
 
-    final = Engine(lib, box, key, state, store, include_own=True, run=True)
-    drained = final.drained()
-    truth = box.truth(key)
-    final.until(lambda: store_state(store)[0] == truth, 60)
-    messages, applied = store_state(store)
-    final.close()
-    if not drained:
-        problems.append(f"the last run did not empty the queue: {final.seen()[-3:]} {final.stderr()}")
-    for ident, changes in uploads.items():
-        held = truth.get(ident)
-        if held not in allowed(changes):
-            problems.append(f"{ident}: the box holds {str(held)[:60]}; acknowledged last: "
-                            f"{[str(v)[:40] for v, a in changes if a][-1:]}, handed over: {len(changes)}")
-    for ident in set(truth) - set(uploads) - set(mirror):
-        problems.append(f"{ident} is on the box but was never handed over")
-    for ident, value in mirror.items():
-        if truth.get(ident) != value:
-            problems.append(f"the other device's {ident} is {truth.get(ident)}")
-    status, settings = box.request("GET", "/user/settings", key)
-    document = settings if status == 200 else {}
-    for member, changes in edits.items():
-        if document.get(member) not in allowed(changes):
-            problems.append(f"settings member {member} is {document.get(member)}; its edits {changes[-4:]}")
-    if messages != truth:
-        problems.append(f"the store holds {len(messages)} messages, the box {len(truth)}: "
-                        f"{sorted(set(messages) ^ set(truth))[:5]} differ in presence, "
-                        f"{[i for i in set(messages) & set(truth) if messages[i] != truth[i]][:5]} in content")
-    seen, doubled = set(), []
-    for ident, seq, kind in applied:
-        if (ident, seq) in seen:
-            doubled.append(f"{ident} at seq {seq} ({kind})")
-        seen.add((ident, seq))
-    if doubled:
-        problems.append(f"applied twice: {doubled[:5]}")
-    figures = ", ".join(f"{v} {k}" for k, v in stats.items())
+    def finish(self):
+        """A last engine run to the end; the box's messages, and the store's
+        messages and applications once it holds the box's."""
+        final = self.engine(True)
+        drained = final.drained()
+        truth = self.box.truth(self.key)
+        final.until(lambda: store_state(self.store)[0] == truth, 60)
+        messages, applied = store_state(self.store)
+        final.close()
+        if not drained:
+            self.problems.append(f"the last run did not empty the queue: {final.seen()[-3:]} {final.stderr()}")
+        return truth, messages, applied
+
+    def verify_box(self, truth):
+        """Every message and settings member on the box is one the ledger allows."""
+        for ident, changes in self.uploads.items():
+            held = truth.get(ident)
+            if held not in allowed(changes):
+                self.problems.append(f"{ident}: the box holds {str(held)[:60]}; acknowledged last: "
+                                     f"{[str(v)[:40] for v, a in changes if a][-1:]}, handed over: {len(changes)}")
+        for ident in set(truth) - set(self.uploads) - set(self.mirror):
+            self.problems.append(f"{ident} is on the box but was never handed over")
+        for ident, value in self.mirror.items():
+            if truth.get(ident) != value:
+                self.problems.append(f"the other device's {ident} is {truth.get(ident)}")
+        status, settings = self.box.request("GET", "/user/settings", self.key)
+        document = settings if status == 200 else {}
+        for member, changes in self.edits.items():
+            if document.get(member) not in allowed(changes):
+                self.problems.append(f"settings member {member} is {document.get(member)}; its edits {changes[-4:]}")
+
+    def verify_store(self, truth, messages, applied):
+        """The engine's store equals the box, and no change was applied twice."""
+        if messages != truth:
+            self.problems.append(f"the store holds {len(messages)} messages, the box {len(truth)}: "
+                                 f"{sorted(set(messages) ^ set(truth))[:5]} differ in presence, "
+                                 f"{[i for i in set(messages) & set(truth) if messages[i] != truth[i]][:5]} in content")
+        seen, doubled = set(), []
+        for ident, seq, kind in applied:
+            if (ident, seq) in seen:
+                doubled.append(f"{ident} at seq {seq} ({kind})")
+            seen.add((ident, seq))
+        if doubled:
+            self.problems.append(f"applied twice: {doubled[:5]}")
+
+
+def crash_checks(checks, lib, box, t, work, rounds=40, seed=7):
+    """SyncEngine killed with -9 in `rounds` rounds of random changes, then
+    run to the end: the box and its store checked against what was acknowledged."""
+    crashes = CrashRounds(lib, box, t, work, random.Random(seed + (t == "urlsession")))
+    for r in range(rounds):
+        crashes.round(r)
+    truth, messages, applied = crashes.finish()
+    crashes.verify_box(truth)
+    crashes.verify_store(truth, messages, applied)
+    figures = ", ".join(f"{v} {k}" for k, v in crashes.stats.items())
     checks.check(f"{t}: SyncEngine killed with -9 {rounds} times in enqueue, editSettings and run ({figures}; "
                  f"{len(truth)} messages, {len(applied)} applications): nothing acknowledged lost, "
-                 "nothing applied twice", problems)
+                 "nothing applied twice", crashes.problems)
 
 
 def two_phones(checks, lib, box, t, work):
