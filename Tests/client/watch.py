@@ -103,19 +103,29 @@ def scan(i, version):
     return body
 
 
+KEY = "watch"  # the user the watched folder pushes as
+
+
 def watch_checks(checks, box, tool, work, folder_state, differences):
     """The checks on `box`, a stack of their own (stopped and started here);
     `folder_state` and `differences` are run.py's."""
-    key = "watch"
     folder = os.path.join(work, "watched")
     os.makedirs(folder)
-    expected = {}
 
     def converged():
-        return folder_state(folder) == box.truth(key)
+        return folder_state(folder) == box.truth(KEY)
 
-    # 1. A burst of 1,000, the watcher killed in the middle of it.
-    first = Watcher(tool, box, folder, key)
+    second = killed_in_a_burst(checks, box, tool, folder, converged, folder_state, differences)
+    rewritten_and_removed(checks, box, folder, second, folder_state, differences)
+    half_written(checks, box, folder, second)
+    box_away(checks, box, folder, second, converged, folder_state, differences)
+    terminated(checks, second)
+    sandbox_checks(checks, box, tool, work)
+
+def killed_in_a_burst(checks, box, tool, folder, converged, folder_state, differences):
+    """A burst of 1,000, the watcher killed in the middle of it and started
+    again with --delete; that second watcher, for the checks after."""
+    first = Watcher(tool, box, folder, KEY)
     ready = first.watching()
     killed_after = {}
 
@@ -131,9 +141,9 @@ def watch_checks(checks, box, tool, work, folder_state, differences):
     writer.join(300)
     status = first.stop()
     acknowledged = sum(1 for _ in open(os.path.join(folder, ".mockcloud-sync-pushed")))
-    second = Watcher(tool, box, folder, key, "--delete")
+    second = Watcher(tool, box, folder, KEY, "--delete")
     ok = second.watching() and until(converged, 120)
-    truth = box.truth(key)
+    truth = box.truth(KEY)
     caught_up = next((line for line in second.lines if line.get("watching")), {})
     checks.check(f"push --watch: a burst of 1,000 renamed in, the watcher SIGKILLed after {killed_after.get('sent')} "
                  f"were acknowledged, started again: all 1,000 on the box at their versions, "
@@ -143,42 +153,49 @@ def watch_checks(checks, box, tool, work, folder_state, differences):
                   else [f"ready {ready}, exit {status}, {acknowledged} acknowledged, caught up {caught_up}; "
                         f"{second.tail()}"])
                  + differences("watched burst", folder_state(folder), truth))
+    return second
 
-    # 2. A higher syncVersion written in place replaces the stored scan;
-    #    --delete makes a removed file a deletion.
+
+def rewritten_and_removed(checks, box, folder, watcher, folder_state, differences):
+    """A higher syncVersion written in place replaces the stored scan;
+    --delete makes a removed file a deletion."""
     body = scan(7, 9)
     with open(os.path.join(folder, "b-0007.json"), "w") as f:
         json.dump(body, f)
-    replaced = until(lambda: box.truth(key).get("b-0007") == (9, body), 60)
+    replaced = until(lambda: box.truth(KEY).get("b-0007") == (9, body), 60)
     os.remove(os.path.join(folder, "b-0009.json"))
-    deleted = until(lambda: "b-0009" not in box.truth(key), 60)
+    deleted = until(lambda: "b-0009" not in box.truth(KEY), 60)
     checks.check("push --watch: version 9 written in place replaces the stored scan; with --delete a removed "
                  "file is deleted on the box",
-                 ([] if replaced and deleted else [f"replaced {replaced}, deleted {deleted}; {second.tail()}"])
-                 + differences("watched changes", folder_state(folder), box.truth(key)))
+                 ([] if replaced and deleted else [f"replaced {replaced}, deleted {deleted}; {watcher.tail()}"])
+                 + differences("watched changes", folder_state(folder), box.truth(KEY)))
 
-    # 3. A file half-written and held open is not sent until it is closed.
+
+def half_written(checks, box, folder, watcher):
+    """A file half-written and held open is not sent until it is closed."""
     half = open(os.path.join(folder, "half.json"), "w")
     half.write('{"syncVersion": 1, "weight')
     half.flush()
     rename_in(folder, "marker", scan(1, 1))
-    marked = until(lambda: "marker" in box.truth(key), 60)
-    held = "half" not in box.truth(key)
+    marked = until(lambda: "marker" in box.truth(KEY), 60)
+    held = "half" not in box.truth(KEY)
     half.write('": 71.3}')
     half.close()
-    closed = until(lambda: box.truth(key).get("half") == (1, {"syncVersion": 1, "weight": 71.3}), 60)
+    closed = until(lambda: box.truth(KEY).get("half") == (1, {"syncVersion": 1, "weight": 71.3}), 60)
     checks.check("push --watch: a file half-written and held open is not sent; once closed it is",
-                 [] if marked and held and closed and not any("half.json" in e for e in second.errors)
+                 [] if marked and held and closed and not any("half.json" in e for e in watcher.errors)
                  else [f"a later file sent {marked}, the half file held back {held}, sent once closed {closed}; "
-                       f"{second.tail()}"])
+                       f"{watcher.tail()}"])
 
-    # 4. The box away: the stack stopped, files written before and after the
-    #    watcher says it does not answer, the stack started on the same port.
+
+def box_away(checks, box, folder, watcher, converged, folder_state, differences):
+    """The box away: the stack stopped, files written before and after the
+    watcher says it does not answer, the stack started on the same port."""
     port, data = str(box.stack.port), box.stack.data
     box.stop()
     for i in range(5):
         rename_in(folder, f"away-{i}", scan(2000 + i, 1))
-    noticed = until(lambda: any("does not answer" in e for e in second.errors), 180)
+    noticed = until(lambda: any("does not answer" in e for e in watcher.errors), 180)
     for i in range(5, 10):
         rename_in(folder, f"away-{i}", scan(2000 + i, 1))
     box.stack.settings.update(MOCKCLOUD_PORT=port, MOCKCLOUD_DATA=data)
@@ -186,21 +203,20 @@ def watch_checks(checks, box, tool, work, folder_state, differences):
     back = until(converged, 180)
     checks.check("push --watch: the stack stopped, 10 files written (the watcher saying the box does not answer "
                  "between them), the stack back on its port: all 10 sent, no restart",
-                 ([] if noticed and back and second.proc.poll() is None
-                  else [f"noticed {noticed}, converged {back}, running {second.proc.poll() is None}; {second.tail()}"])
-                 + differences("after the box was away", folder_state(folder), box.truth(key)))
+                 ([] if noticed and back and watcher.proc.poll() is None
+                  else [f"noticed {noticed}, converged {back}, running {watcher.proc.poll() is None}; {watcher.tail()}"])
+                 + differences("after the box was away", folder_state(folder), box.truth(KEY)))
 
-    # 5. SIGTERM: exit 0, the last line says what it sent.
-    status = second.stop(signal.SIGTERM)
-    last = second.lines[-1] if second.lines else {}
+
+def terminated(checks, watcher):
+    """SIGTERM: exit 0, the last line says what it sent."""
+    status = watcher.stop(signal.SIGTERM)
+    last = watcher.lines[-1] if watcher.lines else {}
     checks.check(f"push --watch: SIGTERM ends it, exit 0, its last line what it sent ({last.get('sent')} in "
                  f"{last.get('requests')} requests)",
-                 [] if status == 0 and last.get("stopped") is True and last.get("sent") == second.sent()
+                 [] if status == 0 and last.get("stopped") is True and last.get("sent") == watcher.sent()
                  and last.get("stored", 0) + last.get("deleted", 0) == last.get("sent") else
-                 [f"exit {status}; {second.tail()}"])
-
-    # 6. The unit's sandbox, checked on the process.
-    sandbox_checks(checks, box, tool, work)
+                 [f"exit {status}; {watcher.tail()}"])
 
 
 UNIT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
