@@ -299,7 +299,12 @@ def table(header, rows):
 
 # ---------------------------------------------------------------- main
 
-def main():
+SETTINGS_PROGRAM = os.path.join(CGI_BIN, "user-settings")
+INBOX_PROGRAM = os.path.join(CGI_BIN, "inbox")
+
+
+def parse_args():
+    """The command line; what `make bench` passes through BENCH_ARGS and PEER."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", help="python_mock_cloud.py to compare against (GET/PUT /user/settings)")
     # Many short rounds rather than a few long ones: on a shared 2-core machine
@@ -314,7 +319,11 @@ def main():
     ap.add_argument("--runs", type=int, default=1000, help="hyperfine runs per program, split over the rounds")
     ap.add_argument("--large", type=int, default=LARGE, help="messages in the large inbox")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def check_prerequisites(args):
+    """Stops with what to run when a tool or program is missing; the C compiler for floor.c."""
     if args.peer and not os.path.isfile(args.peer):
         die(f"--peer: no such file {args.peer}")
     for tool in ("wrk", "hyperfine"):
@@ -323,18 +332,15 @@ def main():
     for program in ("user-settings", "inbox"):
         if not os.access(os.path.join(CGI_BIN, program), os.X_OK):
             die(f"cgi-bin/{program} is missing: run 'make install'")
-    compiler = shutil.which("cc") or shutil.which("clang") or die("no C compiler (cc or clang) for floor.c")
+    return shutil.which("cc") or shutil.which("clang") or die("no C compiler (cc or clang) for floor.c")
 
-    began = time.monotonic()
-    load_before = open("/proc/loadavg").read().split()[:3]
-    # Short: fcgiwrap's socket lives in the run directories (107-byte limit).
-    work = tempfile.mkdtemp(prefix="mcb.", dir="/tmp")
-    servers = []
 
+def clean_up_at_exit(servers, work, keep):
+    """Stops `servers` and removes `work` (unless `keep`) at exit, a signal included."""
     def cleanup():
         for server in reversed(servers):
             server.stop()
-        if args.keep:
+        if keep:
             log(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
@@ -343,31 +349,42 @@ def main():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(130))
 
-    # The floor: one static binary under both program names, with the
-    # change-log format from the harness's one definition.
+
+def build_floor(compiler, work):
+    """The floor: one static binary under both program names, with the
+    change-log format from the harness's one definition; its folder and its path."""
     floor_bin = os.path.join(work, "floor-bin")
     os.makedirs(floor_bin)
     floor = os.path.join(floor_bin, "user-settings")
     subprocess.run([compiler, "-O2", "-static", "-I", formats.write_c_header(work), "-o", floor,
                     os.path.join(HERE, "floor.c")], check=True)
     os.link(floor, os.path.join(floor_bin, "inbox"))
+    return floor_bin, floor
 
+
+def start_servers(servers, work, floor_bin, peer_script):
+    """Our stack, the floor's on the same certificate, and the peer when
+    asked for, each added to `servers`."""
     log("starting the stacks")
     ours = start_stack(servers, "ours", work, CGI_BIN)
     cert = (os.path.join(ours.run, "tls", "cert.pem"), os.path.join(ours.run, "tls", "key.pem"))
     floor_stack = start_stack(servers, "floor", work, floor_bin, MOCKCLOUD_CERT=cert[0], MOCKCLOUD_CERT_KEY=cert[1])
     peer = None
-    if args.peer:
-        peer = Peer(args.peer, work, cert)
+    if peer_script:
+        peer = Peer(peer_script, work, cert)
         servers.append(peer)
+    return ours, floor_stack, peer
 
-    # ------------------------------------------------------------ data
+
+def seed_data(servers, ours, floor_stack, work, large):
+    """The small and large inboxes in both stacks' data and hyperfine's, and
+    u1's settings on every server; the inboxes' anchors and hyperfine's data directory."""
     # The seeded inboxes are only read, so they are made once and kept in
     # Benchmarks/out/ (git-ignored): deleting 100,000 files takes from seconds
     # to minutes here, depending on what else the disk is doing.
     seed = os.path.join(HERE, "out", "seed-v1")
     anchors, seeded = {}, {}
-    for key, count in (("feed-small", SMALL), ("feed-large", args.large)):
+    for key, count in (("feed-small", SMALL), ("feed-large", large)):
         seeded[key], anchors[key] = cached_inbox(seed, key, count)
     hdata = os.path.join(work, "hyperfine-data")
     for data in (ours.data, floor_stack.data, hdata):
@@ -388,9 +405,12 @@ def main():
         status, body = https(server.port, "PUT", "/user/settings", {"X-User-Key": "u1"}, SETTINGS_BODY)
         if status != 200:
             die(f"{server.name}: PUT /user/settings answered {status}: {body[:200]!r}")
+    return anchors, hdata
 
-    # Every request the benchmark sends, once, with the answer it must get.
-    feed = {key: f"/inbox?anchor={anchor}&limit={PAGE}" for key, anchor in anchors.items()}
+
+def check_requests(ours, floor_stack, feed):
+    """Every request the benchmark sends, once, with the answer it must get;
+    the feed pages the same from ours and the floor."""
     pages = {}
     for server in (ours, floor_stack):
         checks = [("GET", "/user/settings", "u1", None, 200),
@@ -412,37 +432,43 @@ def main():
             die(f"ours and the floor answer {path} differently")
 
 
-    # ------------------------------------------------------------ hyperfine
-    log("hyperfine: process start and feed pages")
+def signed_settings(work, hdata):
+    """An HMAC key file, and in hyperfine's data u1's settings unsigned and
+    s1's written with signing on, so its GET verifies a MAC; the key file."""
     hkeys = os.path.join(work, "hmac.keys")
     secret = subprocess.run(["openssl", "rand", "-hex", "32"], stdout=subprocess.PIPE, text=True,
                             check=True).stdout.strip()
     fd = os.open(hkeys, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.write(fd, f"bench:{secret}\n".encode())
     os.close(fd)
-    settings_program = os.path.join(CGI_BIN, "user-settings")
-    inbox_program = os.path.join(CGI_BIN, "inbox")
-    # u1 unsigned; s1 written with signing on, so its GET verifies a MAC.
     for key, extra in (("u1", {}), ("s1", {"MOCKCLOUD_HMAC_KEYS": hkeys})):
-        status, body = run_cgi(settings_program, cgi_env(hdata, "PUT", "/user/settings", key, body=SETTINGS_BODY,
+        status, body = run_cgi(SETTINGS_PROGRAM, cgi_env(hdata, "PUT", "/user/settings", key, body=SETTINGS_BODY,
                                                          **extra), SETTINGS_BODY)
         if status != 200:
             die(f"seeding {key} for hyperfine: {status} {body[:200]!r}")
     if not os.path.exists(os.path.join(hdata, "user_settings", "s1.json.mac")):
         die("user-settings with MOCKCLOUD_HMAC_KEYS wrote no MAC sidecar")
+    return hkeys
+
+
+def measure_starts(args, work, hdata, floor, feed):
+    """hyperfine on process start, HMAC on and off, and on the feed page at
+    both sizes, ours beside the floor; (start results, feed results)."""
+    log("hyperfine: process start and feed pages")
+    hkeys = signed_settings(work, hdata)
     one_message = "/inbox/m0000050"
     starts = [
         ("C floor", "GET /user/settings", floor, cgi_env(hdata, "GET", "/user/settings", "u1")),
-        ("user-settings", "GET /user/settings", settings_program, cgi_env(hdata, "GET", "/user/settings", "u1")),
-        ("user-settings, HMAC on", "GET /user/settings (verifies its MAC)", settings_program,
+        ("user-settings", "GET /user/settings", SETTINGS_PROGRAM, cgi_env(hdata, "GET", "/user/settings", "u1")),
+        ("user-settings, HMAC on", "GET /user/settings (verifies its MAC)", SETTINGS_PROGRAM,
          cgi_env(hdata, "GET", "/user/settings", "s1", MOCKCLOUD_HMAC_KEYS=hkeys)),
         ("C floor", f"GET {one_message}", floor, cgi_env(hdata, "GET", one_message, "feed-small")),
-        ("inbox", f"GET {one_message}", inbox_program, cgi_env(hdata, "GET", one_message, "feed-small")),
+        ("inbox", f"GET {one_message}", INBOX_PROGRAM, cgi_env(hdata, "GET", one_message, "feed-small")),
     ]
     feeds = []
     for key, count in (("feed-small", SMALL), ("feed-large", args.large)):
         query = feed[key].split("?", 1)[1]
-        for name, program in (("C floor", floor), ("inbox", inbox_program)):
+        for name, program in (("C floor", floor), ("inbox", INBOX_PROGRAM)):
             feeds.append((name, count, program, cgi_env(hdata, "GET", "/inbox", key, query)))
     for name, request, program, env in starts + [(n, f"feed {c}", p, e) for n, c, p, e in feeds]:
         status, body = run_cgi(program, env)
@@ -454,21 +480,25 @@ def main():
         args.warmup, args.runs, args.rounds, work)
     start_results = [(name, request, measured[name, request]) for name, request, _, _ in starts]
     feed_results = {(name, count): measured[name, count] for name, count, _, _ in feeds}
+    return start_results, feed_results
 
-    # What each request costs the process (faults, CPU, system calls). The
-    # writes go to a scratch copy of the keys so the measured data stays put.
+
+def measure_anatomy(work, hdata, floor, feed):
+    """What each request costs the process (faults, CPU, system calls), ours
+    and the floor's: a row per request. The writes go to a scratch copy of
+    the keys so the measured data stays put."""
     log("per-request anatomy: page faults, CPU time, system calls")
     strace = shutil.which("strace")
     message = b'{"kg": 71.3, "fat": 18.2, "measuredAt": "2026-05-18T04:43:04.095Z", "device": "mirror-1"}'
     small_query = feed["feed-small"].split("?", 1)[1]
     anatomy_requests = [
-        ("GET /user/settings", settings_program, lambda who, i: cgi_env(hdata, "GET", "/user/settings", "u1"), b""),
-        ("PUT /user/settings", settings_program,
+        ("GET /user/settings", SETTINGS_PROGRAM, lambda who, i: cgi_env(hdata, "GET", "/user/settings", "u1"), b""),
+        ("PUT /user/settings", SETTINGS_PROGRAM,
          lambda who, i: cgi_env(hdata, "PUT", "/user/settings", "a-" + who, body=SETTINGS_BODY), SETTINGS_BODY),
         # A new message id on every run, in an inbox of each program's own.
-        ("PUT /inbox/<id>", inbox_program, lambda who, i: cgi_env(hdata, "PUT", f"/inbox/a{i}", "a-" + who, body=message),
+        ("PUT /inbox/<id>", INBOX_PROGRAM, lambda who, i: cgi_env(hdata, "PUT", f"/inbox/a{i}", "a-" + who, body=message),
          message),
-        ("GET /inbox feed", inbox_program, lambda who, i: cgi_env(hdata, "GET", "/inbox", "feed-small", small_query),
+        ("GET /inbox feed", INBOX_PROGRAM, lambda who, i: cgi_env(hdata, "GET", "/inbox", "feed-small", small_query),
          b""),
     ]
     anatomy_rows = []
@@ -476,18 +506,23 @@ def main():
         anatomy_rows.append([label] + [
             anatomy(p, lambda i, who=who: env_for(who, i), body, 50, strace, work)
             for who, p in (("ours", program), ("floor", floor))])
+    return anatomy_rows
 
-    # ------------------------------------------------------------ wrk
-    # Last: minutes of load leave writeback and reclaim behind them, which
-    # the process-start figures above (a quiet box, as a home server
-    # mostly is) should not carry.
-    routes = [
+
+def wrk_routes(feed, large):
+    """What wrk loads: (label, path, mode, key, method, with the peer)."""
+    return [
         ("GET /user/settings", "/user/settings", "get", "u1", "GET", True),
         ("PUT /user/settings", "/user/settings", "put-settings", "p", "PUT", True),
         ("PUT /inbox/<id>", "/", "put-inbox", "writer", "PUT", False),
         (f"GET /inbox feed, {SMALL} msgs", feed["feed-small"], "get", "feed-small", "GET", False),
-        (f"GET /inbox feed, {args.large:,} msgs", feed["feed-large"], "get", "feed-large", "GET", False),
+        (f"GET /inbox feed, {large:,} msgs", feed["feed-large"], "get", "feed-large", "GET", False),
     ]
+
+
+def measure_wrk(args, routes, ours, floor_stack, peer):
+    """wrk on every route and server, in interleaved rounds after a warm-up;
+    the merged Series by (route label, server name)."""
     out_dir = os.path.join(HERE, "out")
     os.makedirs(out_dir, exist_ok=True)
     raw = open(os.path.join(out_dir, "wrk.log"), "w")
@@ -507,12 +542,34 @@ def main():
                              args.connections, raw)
                 series[label, server.name].add(report)
     raw.close()
+    return series
 
-    # ------------------------------------------------------------ bulk
+
+def main():
+    """The stacks and their data, the measurements in their order, the report."""
+    args = parse_args()
+    compiler = check_prerequisites(args)
+    began = time.monotonic()
+    load_before = open("/proc/loadavg").read().split()[:3]
+    # Short: fcgiwrap's socket lives in the run directories (107-byte limit).
+    work = tempfile.mkdtemp(prefix="mcb.", dir="/tmp")
+    servers = []
+    clean_up_at_exit(servers, work, args.keep)
+    floor_bin, floor = build_floor(compiler, work)
+    ours, floor_stack, peer = start_servers(servers, work, floor_bin, args.peer)
+    anchors, hdata = seed_data(servers, ours, floor_stack, work, args.large)
+    feed = {key: f"/inbox?anchor={anchor}&limit={PAGE}" for key, anchor in anchors.items()}
+    check_requests(ours, floor_stack, feed)
+    start_results, feed_results = measure_starts(args, work, hdata, floor, feed)
+    anatomy_rows = measure_anatomy(work, hdata, floor, feed)
+    # wrk last: minutes of load leave writeback and reclaim behind them,
+    # which the process-start figures above (a quiet box, as a home server
+    # mostly is) should not carry.
+    routes = wrk_routes(feed, args.large)
+    series = measure_wrk(args, routes, ours, floor_stack, peer)
     log(f"bulk: messages/s through POST /inbox:bulk of {bulk_bench.BATCH} vs single PUTs, {args.rounds} rounds")
-    bulk = bulk_bench.measure(ours.port, ours.data, inbox_program, args.rounds)
+    bulk = bulk_bench.measure(ours.port, ours.data, INBOX_PROGRAM, args.rounds)
 
-    # ------------------------------------------------------------ report
     load_after = open("/proc/loadavg").read().split()[:3]
     report = render(args, series, routes, peer, start_results, feed_results, anatomy_rows, floor, load_before,
                     load_after, time.monotonic() - began)
@@ -542,6 +599,25 @@ def git_revision():
 
 def render(args, series, routes, peer, start_results, feed_results, anatomy_rows, floor, load_before, load_after,
            elapsed):
+    """The report in Markdown: where it ran, a table per measurement, the
+    binary sizes, and each target's verdict."""
+    verdicts = []
+    out = [heading(args, load_before, load_after, elapsed)]
+    out += wrk_table(args, series, routes, peer, verdicts)
+    out += start_table(args, start_results, verdicts)
+    out += feed_table(args, series, feed_results, verdicts)
+    out += anatomy_table(anatomy_rows)
+    sizes = [("C floor (static)", floor)] + [
+        (p, os.path.join(CGI_BIN, p)) for p in ("user-settings", "inbox")]
+    out += ["", "**Binary sizes**: " + ", ".join(
+        f"{name} {os.path.getsize(path) / 2**20:.1f} MiB ({os.path.getsize(path):,} bytes)" for name, path in sizes)
+        + ".", "", "**Targets** (the contract's):", ""]
+    out += [f"- {v}" for v in verdicts]
+    return "\n".join(out)
+
+
+def heading(args, load_before, load_after, elapsed):
+    """The report's first line: the command, day, commit, machine and load."""
     cpu = "unknown CPU"
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -549,10 +625,14 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
             break
     # The peer by its file name: where it lies on this machine is no reader's business.
     command = "PEER=…/" + os.path.basename(args.peer) + " make bench" if args.peer else "make bench"
+    return ("Measured by `" + command + "` on " + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+            + f", commit `{git_revision()}`: {os.cpu_count()} cores ({cpu}), Linux {platform.release()}; "
+            f"load average {' '.join(load_before)} before, {' '.join(load_after)} after; {elapsed:.0f} s in all.")
+
+
+def wrk_table(args, series, routes, peer, verdicts):
+    """The wrk table's lines, through nginx + TLS; its verdicts added to `verdicts`."""
     out = [
-        "Measured by `" + command + "` on " + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-        + f", commit `{git_revision()}`: {os.cpu_count()} cores ({cpu}), Linux {platform.release()}; "
-        f"load average {' '.join(load_before)} before, {' '.join(load_after)} after; {elapsed:.0f} s in all.",
         "",
         f"**Through nginx + TLS** (wrk -t{args.threads} -c{args.connections}, keep-alive; {args.rounds} interleaved "
         f"rounds of {args.seconds} s per route and server, the order turning each round, after a 1 s warm-up; p50/p99 from the merged latency "
@@ -560,7 +640,7 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
         "fcgiwrap; *peer*: the Python mock cloud over TLS.",
         "",
     ]
-    rows, verdicts = [], []
+    rows = []
     for label, _, _, _, method, with_peer in routes:
         floor_rps = series[label, "floor"].rps
         peer_rps = series[label, "peer"].rps if peer and with_peer else 0
@@ -582,9 +662,14 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
             want = TARGET_GET_PEER if method == "GET" else TARGET_PUT_PEER
             verdicts.append(f"{label}: {ours_rps / peer_rps:.2f}× the Python peer (target ≥ {want}×) {verdict(ours_rps / peer_rps >= want)}")
     out.append(table(["route", "server", "req/s", "req/s by round", "p50", "p99", "× C floor", "× peer", "errors"], rows))
+    return out
 
-    out += ["", f"**Process start** (hyperfine -N, {max(1, args.runs // args.rounds) * args.rounds} runs of each program in {args.rounds} interleaved "
-            f"rounds after {max(1, args.warmup // args.rounds) * args.rounds} warm-up runs, the CGI request in hyperfine's environment, no nginx):", ""]
+
+def start_table(args, start_results, verdicts):
+    """The process-start table's lines, each program beside the C floor's
+    same request; the HMAC verdict added to `verdicts`."""
+    out = ["", f"**Process start** (hyperfine -N, {max(1, args.runs // args.rounds) * args.rounds} runs of each program in {args.rounds} interleaved "
+           f"rounds after {max(1, args.warmup // args.rounds) * args.rounds} warm-up runs, the CGI request in hyperfine's environment, no nginx):", ""]
     rows = []
     c_by_request = {}
     for name, request, r in start_results:
@@ -599,10 +684,15 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
                             f"{r['mean'] / c['mean']:.2f}×) (target ≤ {TARGET_START}×) "
                             f"{verdict(r['median'] / c['median'] <= TARGET_START)}")
     out.append(table(["program", "request", "mean", "median", "σ", "mean × C", "median × C"], rows))
+    return out
 
+
+def feed_table(args, series, feed_results, verdicts):
+    """The feed-page table's lines, small inbox beside large; the growth
+    verdict added to `verdicts`."""
     large = args.large
-    out += ["", f"**Feed page** (`GET /inbox?anchor=…&limit={PAGE}`, the newest {PAGE} changes) at {SMALL} and "
-            f"{large:,} stored messages, hyperfine on the program and wrk through nginx:", ""]
+    out = ["", f"**Feed page** (`GET /inbox?anchor=…&limit={PAGE}`, the newest {PAGE} changes) at {SMALL} and "
+           f"{large:,} stored messages, hyperfine on the program and wrk through nginx:", ""]
     rows = []
     small_label = f"GET /inbox feed, {SMALL} msgs"
     large_label = f"GET /inbox feed, {large:,} msgs"
@@ -619,9 +709,13 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
                             f"{TARGET_FEED_GROWTH}×) {verdict(growth <= TARGET_FEED_GROWTH)}")
     out.append(table(["program", f"median, {SMALL}", f"median, {large:,}", "time ratio",
                       f"req/s, {SMALL}", f"req/s, {large:,}", "req/s ratio", "wrk p50"], rows))
+    return out
 
-    out += ["", "**Per request, inside the process** (the program run directly; page faults and CPU time "
-            "averaged from wait4's rusage, system calls counted by `strace -f -c` once, `–` without strace):", ""]
+
+def anatomy_table(anatomy_rows):
+    """The per-request table's lines: faults, CPU time and system calls, ours beside C."""
+    out = ["", "**Per request, inside the process** (the program run directly; page faults and CPU time "
+           "averaged from wait4's rusage, system calls counted by `strace -f -c` once, `–` without strace):", ""]
     rows = []
     for label, swift, c in anatomy_rows:
         def calls(r):
@@ -629,14 +723,7 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
         rows.append([label, f"{swift['faults']:.0f} / {c['faults']:.0f}", f"{swift['cpu'] * 1000:.2f} / {c['cpu'] * 1000:.2f} ms",
                      f"{calls(swift)} / {calls(c)}"])
     out.append(table(["request", "page faults, ours / C", "CPU time, ours / C", "system calls, ours / C"], rows))
-
-    sizes = [("C floor (static)", floor)] + [
-        (p, os.path.join(CGI_BIN, p)) for p in ("user-settings", "inbox")]
-    out += ["", "**Binary sizes**: " + ", ".join(
-        f"{name} {os.path.getsize(path) / 2**20:.1f} MiB ({os.path.getsize(path):,} bytes)" for name, path in sizes)
-        + ".", "", "**Targets** (the contract's):", ""]
-    out += [f"- {v}" for v in verdicts]
-    return "\n".join(out)
+    return out
 
 
 if __name__ == "__main__":
