@@ -163,6 +163,9 @@ def timed(conn, method, path, body=None, headers=None):
 
 
 def one_round(base, data, index):
+    """One round: compaction made due under a cold page cache, the write that
+    starts it, a feed read and a one-item write at once as it answers, then
+    a reader and a writer until the compaction ends; the round's figures."""
     conns = [suite.connect(base, timeout=120, source=suite.device_address()) for _ in range(3)]
     writer, reader, other = conns
     versions = {ident: version_of(writer, ident) for ident in ("m0000002", "m0000003")}
@@ -178,6 +181,18 @@ def one_round(base, data, index):
     trigger = timed(writer, "PUT", "/inbox/m0000002", json.dumps(sample(2, run=index + 1)),
                     {"X-Sync-Version": str(versions["m0000002"] + 1)})
     answered = time.perf_counter()
+    results = at_once(reader, other, anchor, versions, index)
+    compacted, during = until_compacted(data, before, answered, reader, other, anchor, versions)
+    problems = round_problems(trigger, results, during, compacted, reader, anchor)
+    for conn in conns:
+        conn.close()
+    return dict(records=records, cold=cold, cache=cache, trigger=trigger[0], read=results["read"][0],
+                write=results["write"][0], compacted=compacted, problems=problems,
+                reads=[x[0] for x in during["read"]], writes=[x[0] for x in during["write"]])
+
+
+def at_once(reader, other, anchor, versions, index):
+    """A feed read from `anchor` and a one-item write sent together; each one's timed answer by name."""
     results = {}
 
     def run(name, *request):
@@ -193,8 +208,13 @@ def one_round(base, data, index):
         t.start()
     for t in threads:
         t.join()
-    # Then, until the compaction ends, a reader and a writer, each one
-    # request after another: the worst wait any of them saw, the swap included.
+    return results
+
+
+def until_compacted(data, before, answered, reader, other, anchor, versions):
+    """Until the compaction ends, a reader and a writer, each one request
+    after another: the worst wait any of them saw, the swap included.
+    (Seconds from `answered` to the end or None, {"read"/"write": [(seconds, status)]})."""
     done = threading.Event()
     during = {"read": [], "write": []}
 
@@ -226,11 +246,17 @@ def one_round(base, data, index):
     done.set()
     for t in loops:
         t.join()
+    return compacted, during
+
+
+def round_problems(trigger, results, during, compacted, reader, anchor):
+    """What went wrong in a round: a status other than 200, a page without
+    the write before it, a compaction unfinished, or the feed after it missing a write."""
     problems = []
     if trigger[1] != 200:
         problems.append("the write that makes compaction due answered %d %s" % (trigger[1], trigger[2]))
-    read_seconds, read_status, page = results["read"]
-    write_seconds, write_status, written = results["write"]
+    _, read_status, page = results["read"]
+    _, write_status, written = results["write"]
     if read_status != 200:
         problems.append("the feed read answered %d %s" % (read_status, page))
     elif "m0000002" not in [m["id"] for m in page.get("messages", [])]:
@@ -248,11 +274,7 @@ def one_round(base, data, index):
         ids = sorted(set(m["id"] for m in after.get("messages", []))) if status == 200 else None
         if ids != ["m0000002", "m0000003"]:
             problems.append("after the compaction the feed from the anchor answers %d with %s" % (status, ids))
-    for conn in conns:
-        conn.close()
-    return dict(records=records, cold=cold, cache=cache, trigger=trigger[0], read=read_seconds,
-                write=write_seconds, compacted=compacted, problems=problems,
-                reads=[x[0] for x in during["read"]], writes=[x[0] for x in during["write"]])
+    return problems
 
 
 def render(label, args, rounds, started, loads):
