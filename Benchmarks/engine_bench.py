@@ -190,7 +190,80 @@ def summary(values):
     return statistics.median(values), values[-1], values[0]
 
 
+def on_loopback(work, samples, rows, notes):
+    """Freshness, idle CPU and coming home against a stack on loopback, their
+    rows and notes added to `rows` and `notes`."""
+    box = Stack(work, "box").start()
+    try:
+        place = Place(box.base, os.path.join(box.run, "tls", "ca.crt"))
+        follower, from_push, push_alone, from_enqueue = freshness(place, work, samples, "loop")
+        cpu = idle_cpu(follower)
+        follower.close()
+        home, once, _ = coming_home(place, work, "loop")
+    finally:
+        box.stop()
+    source = ("a scan renamed into the folder `mockcloud-sync push --watch` watches, from the rename" if watching()
+              else "`mockcloud-sync push` of the folder a scan was renamed into, from the push's start")
+    for label, values in ((source, from_push), ("the same push process alone (start to exit)", push_alone),
+                          ("another engine's `enqueue`, from the command", from_enqueue)):
+        if not values:
+            continue
+        median, worst, best = summary(values)
+        rows.append(f"| freshness, loopback: {label} | {len(values)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
+    median, worst, best = summary(home)
+    reference = statistics.median(once)
+    rows.append(f"| coming home, loopback: 5,000 queued samples + 3 settings edits, `run` until all acknowledged | "
+                f"{len(home)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
+    rows.append(f"| the same 5,000 samples by the library's one-shot `upload` (client-bench push) | {len(once)} | "
+                f"{ms(reference)} | {ms(max(once))} | {ms(min(once))} |")
+    notes.append(f"- Coming home on loopback took {median / reference:.2f}× the one-shot upload of the same samples "
+                 "(which sends no settings and starts no follows).")
+    notes.append(f"- Idle: an engine with nothing queued, following the feed and the settings (two waits of 30 s), "
+                 f"used {cpu * 1000:,.0f} ms of CPU in 20 s ({cpu / 20 * 100:.2f} % of one core).")
+
+
+def over_the_link(samples, rows, notes):
+    """Freshness and coming home with the engines across Benchmarks/lan's
+    link, the stack's data on tmpfs, set against the round-trip-bound
+    minimum; their rows and notes added to `rows` and `notes`."""
+    import bench_client
+    import bench_lan
+    lab = bench_lan.Lab()
+    shutil.rmtree(lab.work)
+    lab.work = tempfile.mkdtemp(prefix="bench-engine-lan.", dir="/dev/shm")
+    try:
+        lab.make_link()
+        lab.start_stack()
+        url = f"https://{bench_lan.SERVER_ADDR}:{bench_lan.PORT}"
+        place = Place(url, os.path.join(lab.stack.run, "tls", "ca.crt"), ["ip", "netns", "exec", lab.phone_ns])
+        follower, from_push, push_alone, from_enqueue = freshness(place, lab.work, samples, "lan")
+        follower.close()
+        home, once, counted = coming_home(place, lab.work, "lan", meter=lambda: bench_client.wire(lab))
+        wire_bytes = int(statistics.median(counted))
+    finally:
+        lab.close()
+    for label, values in ((("`push --watch`, from the rename" if watching() else "`mockcloud-sync push`, from the push's start"),
+                           from_push),
+                          ("another engine's `enqueue`, from the command", from_enqueue)):
+        median, worst, best = summary(values)
+        rows.append(f"| freshness, 10 ms link: {label} | {len(values)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
+    median, worst, best = summary(home)
+    requests = 5 + 3
+    floor = (bench_lan.HANDSHAKE_RTTS + requests) * bench_lan.RTT + wire_bytes * 8 / (bench_lan.RATE_MBIT * 1e6)
+    rows.append(f"| coming home, 10 ms link (data on tmpfs): 5,000 samples + 3 edits | {len(home)} | {ms(median)} | "
+                f"{ms(worst)} | {ms(best)} |")
+    rows.append(f"| the same samples by the one-shot `upload`, 10 ms link | {len(once)} | {ms(statistics.median(once))} | "
+                f"{ms(max(once))} | {ms(min(once))} |")
+    notes.append(f"- Coming home over the link: {median / floor:.2f}× its round-trip-bound minimum of {ms(floor)} "
+                 f"({requests} requests: 5 bulk, 3 merges; about {wire_bytes:,} bytes on the wire; target ≤ 3×) "
+                 f"**{'met' if median <= 3 * floor else 'missed'}**.")
+    fresh = statistics.median(from_enqueue)
+    notes.append(f"- Freshness over the link from another engine's enqueue: median {ms(fresh)} against 2 round trips "
+                 f"+ 10 ms = {ms(2 * bench_lan.RTT + 0.010)} **{'met' if fresh <= 2 * bench_lan.RTT + 0.010 else 'missed'}**.")
+
+
 def main():
+    """On loopback, then over the link with --lan; the table to --out."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=55, help="freshness samples per source (default 55)")
     ap.add_argument("--lan", action="store_true", help="also over Benchmarks/lan's link (root)")
@@ -203,68 +276,9 @@ def main():
     work = tempfile.mkdtemp(prefix="bench-engine.")
     rows, notes = [], []
     try:
-        box = Stack(work, "box").start()
-        try:
-            place = Place(box.base, os.path.join(box.run, "tls", "ca.crt"))
-            follower, from_push, push_alone, from_enqueue = freshness(place, work, args.samples, "loop")
-            cpu = idle_cpu(follower)
-            follower.close()
-            home, once, _ = coming_home(place, work, "loop")
-        finally:
-            box.stop()
-        source = ("a scan renamed into the folder `mockcloud-sync push --watch` watches, from the rename" if watching()
-                  else "`mockcloud-sync push` of the folder a scan was renamed into, from the push's start")
-        for label, values in ((source, from_push), ("the same push process alone (start to exit)", push_alone),
-                              ("another engine's `enqueue`, from the command", from_enqueue)):
-            if not values:
-                continue
-            median, worst, best = summary(values)
-            rows.append(f"| freshness, loopback: {label} | {len(values)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
-        median, worst, best = summary(home)
-        reference = statistics.median(once)
-        rows.append(f"| coming home, loopback: 5,000 queued samples + 3 settings edits, `run` until all acknowledged | "
-                    f"{len(home)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
-        rows.append(f"| the same 5,000 samples by the library's one-shot `upload` (client-bench push) | {len(once)} | "
-                    f"{ms(reference)} | {ms(max(once))} | {ms(min(once))} |")
-        notes.append(f"- Coming home on loopback took {median / reference:.2f}× the one-shot upload of the same samples "
-                     "(which sends no settings and starts no follows).")
-        notes.append(f"- Idle: an engine with nothing queued, following the feed and the settings (two waits of 30 s), "
-                     f"used {cpu * 1000:,.0f} ms of CPU in 20 s ({cpu / 20 * 100:.2f} % of one core).")
+        on_loopback(work, args.samples, rows, notes)
         if args.lan:
-            import bench_client
-            import bench_lan
-            lab = bench_lan.Lab()
-            shutil.rmtree(lab.work)
-            lab.work = tempfile.mkdtemp(prefix="bench-engine-lan.", dir="/dev/shm")
-            try:
-                lab.make_link()
-                lab.start_stack()
-                url = f"https://{bench_lan.SERVER_ADDR}:{bench_lan.PORT}"
-                place = Place(url, os.path.join(lab.stack.run, "tls", "ca.crt"), ["ip", "netns", "exec", lab.phone_ns])
-                follower, from_push, push_alone, from_enqueue = freshness(place, lab.work, args.samples, "lan")
-                follower.close()
-                home, once, counted = coming_home(place, lab.work, "lan", meter=lambda: bench_client.wire(lab))
-                wire_bytes = int(statistics.median(counted))
-            finally:
-                lab.close()
-            for label, values in ((("`push --watch`, from the rename" if watching() else "`mockcloud-sync push`, from the push's start"),
-                                   from_push),
-                                  ("another engine's `enqueue`, from the command", from_enqueue)):
-                median, worst, best = summary(values)
-                rows.append(f"| freshness, 10 ms link: {label} | {len(values)} | {ms(median)} | {ms(worst)} | {ms(best)} |")
-            median, worst, best = summary(home)
-            requests = 5 + 3
-            floor = (bench_lan.HANDSHAKE_RTTS + requests) * bench_lan.RTT + wire_bytes * 8 / (bench_lan.RATE_MBIT * 1e6)
-            rows.append(f"| coming home, 10 ms link (data on tmpfs): 5,000 samples + 3 edits | {len(home)} | {ms(median)} | "
-                        f"{ms(worst)} | {ms(best)} |")
-            rows.append(f"| the same samples by the one-shot `upload`, 10 ms link | {len(once)} | {ms(statistics.median(once))} | "
-                        f"{ms(max(once))} | {ms(min(once))} |")
-            notes.append(f"- Coming home over the link: {median / floor:.2f}× its round-trip-bound minimum of {ms(floor)} "
-                         f"({requests} requests: 5 bulk, 3 merges; about {wire_bytes:,} bytes on the wire; target ≤ 3×) "
-                         f"**{'met' if median <= 3 * floor else 'missed'}**.")
-            fresh = statistics.median(from_enqueue)
-            notes.append(f"- Freshness over the link from another engine's enqueue: median {ms(fresh)} against 2 round trips "
-                         f"+ 10 ms = {ms(2 * bench_lan.RTT + 0.010)} **{'met' if fresh <= 2 * bench_lan.RTT + 0.010 else 'missed'}**.")
+            over_the_link(args.samples, rows, notes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     text = "\n".join([
