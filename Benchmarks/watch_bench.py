@@ -104,7 +104,80 @@ def rename_in(folder, ident, body):
     return time.monotonic()
 
 
+def follow_lines(watcher):
+    """The watcher's lines as they come, and when each id was first in one;
+    returns once it says it is watching."""
+    lines, acknowledged = [], {}
+
+    def read_lines():
+        for line in watcher.stdout:
+            lines.append(json.loads(line))
+            for ident in lines[-1].get("ids", ()):
+                acknowledged.setdefault(ident, time.monotonic())
+    threading.Thread(target=read_lines, daemon=True).start()
+    while not any(line.get("watching") for line in lines):
+        assert watcher.poll() is None, watcher.stderr.read()
+        time.sleep(0.05)
+    return lines, acknowledged
+
+
+def one_scan(folder, follower, acknowledged, samples):
+    """Milliseconds from each scan's rename to the follower's answer, and to
+    the tool's line for it, over `samples` scans after 5 to warm up."""
+    log("freshness, %d scans (and 5 to warm up)" % samples)
+    figures, tool = [], []
+    for i in range(samples + 5):
+        renamed = rename_in(folder, "scan-%d" % i, dict(sample(i, 1), syncVersion=1))
+        arrived = follower.when("scan-%d" % i)
+        assert arrived, "scan-%d never reached the follower" % i
+        time.sleep(0.3)
+        if i >= 5:
+            figures.append((arrived - renamed) * 1000)
+            tool.append((acknowledged["scan-%d" % i] - renamed) * 1000)
+    return figures, tool
+
+
+def box_alone(base, follower, samples):
+    """Milliseconds from the same one-item bulk request sent from here, on a
+    warm connection, to the follower's answer, over `samples` after 5 to warm up."""
+    log("the box alone: the same bulk request from here, %d scans" % samples)
+    writer = suite.connect(base, timeout=60, source="127.0.0.6")
+    alone = []
+    for i in range(samples + 5):
+        ident = "direct-%d" % i
+        body = json.dumps({"messages": [{"id": ident, "version": 1, "body": dict(sample(i, 3), syncVersion=1)}]})
+        sent = time.monotonic()
+        writer.request("POST", "/inbox:bulk", body=body, headers={
+            "X-User-Key": KEY, "X-Device-Id": "mirror-2", "Content-Type": "application/json"})
+        answer = writer.getresponse()
+        answer.read()
+        assert answer.status == 200, answer.status
+        arrived = follower.when(ident)
+        time.sleep(0.3)
+        if i >= 5:
+            alone.append((arrived - sent) * 1000)
+    writer.close()
+    return alone
+
+
+def burst(folder, follower, lines, count):
+    """`count` scans renamed in at once: (milliseconds from the first rename
+    to the follower holding the last, bulk requests, their sizes)."""
+    log("a burst of %d" % count)
+    before = len([line for line in lines if "ids" in line])
+    first = None
+    for i in range(count):
+        renamed = rename_in(folder, "burst-%d" % i, dict(sample(i, 2), syncVersion=1))
+        first = first or renamed
+    last = follower.when("burst-%d" % (count - 1), 120)
+    assert last, "the burst's last scan never reached the follower"
+    time.sleep(0.5)
+    batches = [line for line in lines if "ids" in line][before:]
+    return (last - first) * 1000, len(batches), [b["sent"] for b in batches]
+
+
 def main():
+    """The watcher and the follower on a stack of their own, the three measurements, the report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=60)
     parser.add_argument("--burst", type=int, default=1000)
@@ -123,60 +196,13 @@ def main():
             watcher = subprocess.Popen([TOOL, "push", folder, "--watch", "--json", "--url", ours.base, "--ca", ca,
                                         "--user-key", KEY, "--device-id", "mirror-1"],
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            lines, acknowledged = [], {}
-
-            def read_lines():
-                for line in watcher.stdout:
-                    lines.append(json.loads(line))
-                    for ident in lines[-1].get("ids", ()):
-                        acknowledged.setdefault(ident, time.monotonic())
-            threading.Thread(target=read_lines, daemon=True).start()
-            while not any(line.get("watching") for line in lines):
-                assert watcher.poll() is None, watcher.stderr.read()
-                time.sleep(0.05)
+            lines, acknowledged = follow_lines(watcher)
             follower = Follower(ours.base)
             follower.start()
             time.sleep(0.5)
-            log("freshness, %d scans (and 5 to warm up)" % args.samples)
-            figures, tool = [], []
-            for i in range(args.samples + 5):
-                renamed = rename_in(folder, "scan-%d" % i, dict(sample(i, 1), syncVersion=1))
-                arrived = follower.when("scan-%d" % i)
-                assert arrived, "scan-%d never reached the follower" % i
-                time.sleep(0.3)
-                if i >= 5:
-                    figures.append((arrived - renamed) * 1000)
-                    tool.append((acknowledged["scan-%d" % i] - renamed) * 1000)
-            out["fresh"], out["tool"] = figures, tool
-            log("the box alone: the same bulk request from here, %d scans" % args.samples)
-            writer = suite.connect(ours.base, timeout=60, source="127.0.0.6")
-            alone = []
-            for i in range(args.samples + 5):
-                ident = "direct-%d" % i
-                body = json.dumps({"messages": [{"id": ident, "version": 1, "body": dict(sample(i, 3), syncVersion=1)}]})
-                sent = time.monotonic()
-                writer.request("POST", "/inbox:bulk", body=body, headers={
-                    "X-User-Key": KEY, "X-Device-Id": "mirror-2", "Content-Type": "application/json"})
-                answer = writer.getresponse()
-                answer.read()
-                assert answer.status == 200, answer.status
-                arrived = follower.when(ident)
-                time.sleep(0.3)
-                if i >= 5:
-                    alone.append((arrived - sent) * 1000)
-            writer.close()
-            out["alone"] = alone
-            log("a burst of %d" % args.burst)
-            before = len([line for line in lines if "ids" in line])
-            first = None
-            for i in range(args.burst):
-                renamed = rename_in(folder, "burst-%d" % i, dict(sample(i, 2), syncVersion=1))
-                first = first or renamed
-            last = follower.when("burst-%d" % (args.burst - 1), 120)
-            assert last, "the burst's last scan never reached the follower"
-            time.sleep(0.5)
-            batches = [line for line in lines if "ids" in line][before:]
-            out["burst"] = ((last - first) * 1000, len(batches), [b["sent"] for b in batches])
+            out["fresh"], out["tool"] = one_scan(folder, follower, acknowledged, args.samples)
+            out["alone"] = box_alone(ours.base, follower, args.samples)
+            out["burst"] = burst(folder, follower, lines, args.burst)
             follower.stop = True
     finally:
         if watcher and watcher.poll() is None:
