@@ -115,7 +115,18 @@ enum InboxModelVariant: String, CaseIterable, Sendable, CustomTestStringConverti
 }
 
 @Suite struct InboxFeedModelTests {
-    /// What the store should hold for one id.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64], InboxModelVariant.allCases)
+    func readersFollowingAnchorsEndWithTheSameStateAsAFullRead(seed: UInt64, variant: InboxModelVariant) throws {
+        var run = try InboxModelRun(variant: variant, seed: seed)
+        for step in 0..<300 { try run.step(step) }
+        try run.checkTheEnd()
+    }
+}
+
+/// One seeded run of random writes, deletions, reads and feed pages against
+/// an inbox, beside a model of what it must hold; readers follow the feed
+/// as it goes.
+struct InboxModelRun {
     struct Expected {
         var version: Int64
         var body: String
@@ -124,78 +135,100 @@ enum InboxModelVariant: String, CaseIterable, Sendable, CustomTestStringConverti
         var envelope: String?
     }
 
-    @Test(arguments: [1, 2, 3, 4] as [UInt64], InboxModelVariant.allCases)
-    func readersFollowingAnchorsEndWithTheSameStateAsAFullRead(seed: UInt64, variant: InboxModelVariant) throws {
-        let settings = variant.settings
-        let inbox = try InboxSandbox(settings: settings, clockStep: 1_000_000)
-        var random = InboxSeededRandom(state: seed)
-        var model: [String: Expected] = [:]
-        var lastSeq: Int64 = 0
-        var counter = 0
-        var readers = [InboxFeedReader(), InboxFeedReader(excluding: "dev-a")]
-        let ids = (0..<10).map { "m\($0)" }
-        let devices: [String?] = [nil, "dev-a", "dev-b"]
+    let variant: InboxModelVariant
+    let settings: InboxSettings
+    let inbox: InboxSandbox
+    var random: InboxSeededRandom
+    var model: [String: Expected] = [:]
+    var lastSeq: Int64 = 0
+    var counter = 0
+    var readers = [InboxFeedReader(), InboxFeedReader(excluding: "dev-a")]
+    let ids = (0..<10).map { "m\($0)" }
+    let devices: [String?] = [nil, "dev-a", "dev-b"]
 
-        func live() -> Int { model.values.filter { $0.envelope != nil }.count }
+    init(variant: InboxModelVariant, seed: UInt64) throws {
+        self.variant = variant
+        settings = variant.settings
+        inbox = try InboxSandbox(settings: settings, clockStep: 1_000_000)
+        random = InboxSeededRandom(state: seed)
+    }
 
-        for step in 0..<300 {
-            let roll = Int.random(in: 0..<100, using: &random)
-            let device = devices.randomElement(using: &random)!
-            if roll < 50 {
-                let id = ids.randomElement(using: &random)!
-                let current = model[id]
-                var version = Int64.random(in: 0...3, using: &random)
-                counter += 1
-                var body = #"{"n": \#(counter)}"#
-                if let current, current.envelope != nil {
-                    switch Int.random(in: 0..<4, using: &random) {
-                    case 0: version = current.version - 1
-                    case 1: (version, body) = (current.version, current.body)
-                    case 2: version = current.version
-                    default: version = current.version + Int64.random(in: 1...2, using: &random)
-                    }
-                    version = max(version, 0)
-                }
-                let response = inbox.put(id, body, version: String(version), device: device)
-                let isLive = current?.envelope != nil
-                if !isLive && live() >= settings.maxMessages {
-                    #expect(response.status == 507, "step \(step)")
-                } else if isLive && version < current!.version {
-                    #expect(response.status == 409, "step \(step)")
-                } else if isLive && version == current!.version && body == current!.body {
-                    #expect(response.status == 200, "step \(step)")
-                    #expect(response.inboxBody == current!.envelope, "step \(step): a retry changes nothing")
-                } else {
-                    #expect(response.status == (isLive ? 200 : 201), "step \(step)")
-                    lastSeq += 1
-                    let object = try response.inboxObject()
-                    #expect(InboxJSON.int(object["seq"]) == lastSeq, "step \(step)")
-                    model[id] = Expected(version: version, body: body, source: device, envelope: response.inboxBody)
-                }
-            } else if roll < 65 {
-                let id = ids.randomElement(using: &random)!
-                let response = inbox.delete(id, device: device)
-                if model[id]?.envelope != nil {
-                    #expect(response.status == 204, "step \(step)")
-                    lastSeq += 1
-                    model[id]?.envelope = nil
-                } else {
-                    #expect(response.status == 404, "step \(step)")
-                }
-            } else if roll < 70 {
-                let id = ids.randomElement(using: &random)!
-                let response = inbox.get(id)
-                if let envelope = model[id]?.envelope {
-                    #expect(response.inboxBody == envelope, "step \(step)")
-                } else {
-                    #expect(response.status == 404, "step \(step)")
-                }
-            } else {
-                let which = Int.random(in: 0..<readers.count, using: &random)
-                _ = try readers[which].readPage(inbox, limit: Int.random(in: 1...4, using: &random))
-            }
+    var live: Int { model.values.filter { $0.envelope != nil }.count }
+
+    /// One random operation: half writes, then deletions, reads and feed pages.
+    mutating func step(_ step: Int) throws {
+        let roll = Int.random(in: 0..<100, using: &random)
+        let device = devices.randomElement(using: &random)!
+        if roll < 50 {
+            try write(ids.randomElement(using: &random)!, from: device, step: step)
+        } else if roll < 65 {
+            delete(ids.randomElement(using: &random)!, from: device, step: step)
+        } else if roll < 70 {
+            read(ids.randomElement(using: &random)!, step: step)
+        } else {
+            let which = Int.random(in: 0..<readers.count, using: &random)
+            _ = try readers[which].readPage(inbox, limit: Int.random(in: 1...4, using: &random))
         }
+    }
 
+    /// A PUT of a new, older, equal or newer version, and the answer the model expects.
+    mutating func write(_ id: String, from device: String?, step: Int) throws {
+        let current = model[id]
+        var version = Int64.random(in: 0...3, using: &random)
+        counter += 1
+        var body = #"{"n": \#(counter)}"#
+        if let current, current.envelope != nil {
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: version = current.version - 1
+            case 1: (version, body) = (current.version, current.body)
+            case 2: version = current.version
+            default: version = current.version + Int64.random(in: 1...2, using: &random)
+            }
+            version = max(version, 0)
+        }
+        let response = inbox.put(id, body, version: String(version), device: device)
+        let isLive = current?.envelope != nil
+        if !isLive && live >= settings.maxMessages {
+            #expect(response.status == 507, "step \(step)")
+        } else if isLive && version < current!.version {
+            #expect(response.status == 409, "step \(step)")
+        } else if isLive && version == current!.version && body == current!.body {
+            #expect(response.status == 200, "step \(step)")
+            #expect(response.inboxBody == current!.envelope, "step \(step): a retry changes nothing")
+        } else {
+            #expect(response.status == (isLive ? 200 : 201), "step \(step)")
+            lastSeq += 1
+            let object = try response.inboxObject()
+            #expect(InboxJSON.int(object["seq"]) == lastSeq, "step \(step)")
+            model[id] = Expected(version: version, body: body, source: device, envelope: response.inboxBody)
+        }
+    }
+
+    /// A DELETE: 204 for a live message, 404 otherwise.
+    mutating func delete(_ id: String, from device: String?, step: Int) {
+        let response = inbox.delete(id, device: device)
+        if model[id]?.envelope != nil {
+            #expect(response.status == 204, "step \(step)")
+            lastSeq += 1
+            model[id]?.envelope = nil
+        } else {
+            #expect(response.status == 404, "step \(step)")
+        }
+    }
+
+    /// A GET of one message: the envelope its write answered, or 404.
+    func read(_ id: String, step: Int) {
+        let response = inbox.get(id)
+        if let envelope = model[id]?.envelope {
+            #expect(response.inboxBody == envelope, "step \(step)")
+        } else {
+            #expect(response.status == 404, "step \(step)")
+        }
+    }
+
+    /// Every reader drained (and a new one from the start) holds what the
+    /// model holds; the echo-free one all but dev-a's own; seq never goes back.
+    func checkTheEnd() throws {
         var everyone = readers + [InboxFeedReader()]
         for index in everyone.indices {
             try everyone[index].drain(inbox, limit: index == everyone.count - 1 ? 1000 : 3)
@@ -219,8 +252,8 @@ enum InboxModelVariant: String, CaseIterable, Sendable, CustomTestStringConverti
             #expect(everyone[0].restarts == 0 && everyone[1].restarts == 0)
         }
         // Seq never goes back, whatever compaction removed.
-        #expect(inbox.put("after-all", "{}").status == (live() < settings.maxMessages ? 201 : 507))
-        if live() < settings.maxMessages {
+        #expect(inbox.put("after-all", "{}").status == (live < settings.maxMessages ? 201 : 507))
+        if live < settings.maxMessages {
             #expect(InboxJSON.int(try inbox.get("after-all").inboxObject()["seq"]) == lastSeq + 1)
         }
     }
