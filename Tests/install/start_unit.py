@@ -1,19 +1,29 @@
-"""Starts fcgiwrap in ROOT as systemd would from the installed unit files:
-ROOT/lib/systemd/system/fcgiwrap.socket and fcgiwrap.service with the
-drop-ins in fcgiwrap.service.d/ (the package's among them), read here, not
-restated. Usage: start_unit.py ROOT (run as root; it becomes fcgiwrap).
+"""Starts a service in ROOT as systemd would from its installed unit files
+(ROOT/lib/systemd/system, drop-ins from there and /etc/systemd/system), read
+here, not restated. Run as root; this process becomes the service (its PID).
+
+  start_unit.py ROOT
+      fcgiwrap: fcgiwrap.socket and fcgiwrap.service with the drop-ins in
+      fcgiwrap.service.d/ (the package's among them).
+  start_unit.py ROOT TEMPLATE@.service INSTANCE
+      an instance of a template, e.g. mockcloud-sync-push@.service
+      srv-mirror-scans (the name `systemd-escape --path` gives a folder).
 
 What is read and done, as systemd does it:
-  - the socket: ListenStream (a path), SocketUser, SocketGroup, SocketMode;
-    bound, owned and moded so, and handed over as fd 3 with LISTEN_FDS=1
-    and LISTEN_PID (this process's id, which the execs below keep);
+  - the socket (fcgiwrap): ListenStream (a path), SocketUser, SocketGroup,
+    SocketMode; bound, owned and moded so, and handed over as fd 3 with
+    LISTEN_FDS=1 and LISTEN_PID (this process's id, which the execs keep);
   - the service: Environment= and EnvironmentFile= (a leading `-`: optional),
-    ExecStart= (an empty one resets the list, as a drop-in does), User= and
-    Group=, with drop-ins applied in name order after the unit;
+    ExecStart= (an empty one resets the list, as a drop-in does), User=,
+    Group=, UMask=, with drop-ins applied in file-name order after the unit;
+  - the specifiers %i (the instance), %I (unescaped), %f (unescaped, with a
+    leading /) and %%; any other specifier is an error;
   - ExecStart's `${VAR}` becomes one word, `$VAR` the words of its value;
-  - a clean environment (what the unit sets, PATH, LISTEN_*), as the user.
-Anything else in these sections (a setting this script does not know) is an
-error: the test must not pass on a unit it misread.
+  - a clean environment (what the unit sets, PATH, USER, LOGNAME, HOME and
+    SHELL of the user, LISTEN_*), as the user and group.
+The settings in SYSTEMD_ONLY are accepted and not applied: they need systemd
+itself. Anything else in these sections (a setting this script does not
+know) is an error: the test must not pass on a unit it misread.
 """
 import os
 import re
@@ -21,16 +31,35 @@ import shlex
 import socket
 import sys
 
-ROOT = sys.argv[1]
 UNITS = "/lib/systemd/system"
-SERVICE_KEYS = {"Environment", "EnvironmentFile", "ExecStart", "User", "Group"}
+DROP_IN_BASES = (UNITS, "/etc/systemd/system")  # lowest priority first
+SERVICE_KEYS = {"Environment", "EnvironmentFile", "ExecStart", "User", "Group", "UMask"}
+# Applied by systemd, not here: the sandbox of mockcloud-sync-push@.service
+# (its system calls are held to SystemCallFilter= by Tests/client/watch.py,
+# under strace) and what systemd does when the process ends.
+SYSTEMD_ONLY = {
+    "Type", "Restart", "RestartSec", "RestartPreventExitStatus",
+    "ReadWritePaths", "ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices", "PrivateMounts",
+    "ProtectProc", "RemoveIPC", "NoNewPrivileges", "CapabilityBoundingSet", "RestrictAddressFamilies",
+    "RestrictNamespaces", "RestrictRealtime", "RestrictSUIDSGID", "LockPersonality", "MemoryDenyWriteExecute",
+    "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs", "ProtectControlGroups", "ProtectClock",
+    "ProtectHostname", "SystemCallArchitectures", "SystemCallFilter",
+}
 SOCKET_KEYS = {"ListenStream", "SocketMode", "SocketUser", "SocketGroup"}
+
+
+def fail(message):
+    sys.exit("start_unit.py: " + message)
+
+
+def in_root(path):
+    return os.path.join(ROOT, path.lstrip("/"))
 
 
 def sections(path):
     """[(section, key, value)] of a unit file, in order."""
     out, section = [], None
-    for raw in open(os.path.join(ROOT, path.lstrip("/")), encoding="utf-8"):
+    for raw in open(in_root(path), encoding="utf-8"):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
@@ -42,15 +71,35 @@ def sections(path):
     return out
 
 
-def service_entries():
-    entries = sections(UNITS + "/fcgiwrap.service")
-    for base in (UNITS, "/etc/systemd/system"):
-        folder = os.path.join(ROOT, base.lstrip("/"), "fcgiwrap.service.d")
-        if os.path.isdir(folder):
-            for name in sorted(os.listdir(folder)):
-                if name.endswith(".conf"):
-                    entries += sections(base + "/fcgiwrap.service.d/" + name)
-    return [(k, v) for s, k, v in entries if s == "Service"]
+def unescape(instance):
+    """What systemd-escape escaped: `-` is `/`, `\\xNN` a byte."""
+    return re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), instance.replace("-", "/"))
+
+
+def specifiers(value, unit, instance):
+    known = {"i": instance, "I": unescape(instance), "f": "/" + unescape(instance), "%": "%"}
+
+    def one(match):
+        if match.group(1) not in known:
+            fail("%s uses the specifier %%%s, which this test does not know how to apply" % (unit, match.group(1)))
+        return known[match.group(1)]
+    return re.sub(r"%(.)", one, value)
+
+
+def service_entries(template, instance):
+    """(key, value) of the unit's [Service], its drop-ins' after it, in
+    file-name order (a file in /etc hides one of the same name in /lib)."""
+    unit = template.replace("@.", "@%s." % instance) if instance else template
+    entries = sections(UNITS + "/" + template)
+    drop_ins = {}
+    for base in DROP_IN_BASES:
+        for name in dict.fromkeys((template, unit)):
+            folder = "%s/%s.d" % (base, name)
+            if os.path.isdir(in_root(folder)):
+                drop_ins.update({f: folder + "/" + f for f in os.listdir(in_root(folder)) if f.endswith(".conf")})
+    for name in sorted(drop_ins):
+        entries += sections(drop_ins[name])
+    return unit, [(k, specifiers(v, unit, instance)) for s, k, v in entries if s == "Service"]
 
 
 def expand(command, environment):
@@ -64,62 +113,84 @@ def expand(command, environment):
     return words
 
 
-environment, exec_start, user, group = {}, [], "root", None
-for key, value in service_entries():
-    if key not in SERVICE_KEYS:
-        sys.exit("start_unit.py: fcgiwrap.service sets %s, which this test does not know how to apply" % key)
-    if key == "Environment":
-        for assignment in shlex.split(value):
-            name, _, text = assignment.partition("=")
-            environment[name] = text
-    elif key == "EnvironmentFile":
-        optional = value.startswith("-")
-        path = os.path.join(ROOT, value.lstrip("-").lstrip("/"))
-        if not os.path.exists(path):
-            if optional:
-                continue
-            sys.exit("start_unit.py: EnvironmentFile %s is missing" % value)
-        for line in open(path, encoding="utf-8"):
-            line = line.strip()
-            if line and not line.startswith("#") and "=" in line:
-                name, _, text = line.partition("=")
-                environment[name.strip()] = " ".join(shlex.split(text))
-    elif key == "ExecStart":
-        exec_start = [] if value == "" else exec_start + [value]
-    elif key == "User":
-        user = value
-    elif key == "Group":
-        group = value
-if len(exec_start) != 1:
-    sys.exit("start_unit.py: fcgiwrap.service has %d ExecStart lines after its drop-ins" % len(exec_start))
-argv = expand(exec_start[0], environment)
-
-listen = {k: v for s, k, v in sections(UNITS + "/fcgiwrap.socket") if s == "Socket"}
-unknown = set(listen) - SOCKET_KEYS
-if unknown:
-    sys.exit("start_unit.py: fcgiwrap.socket sets %s, which this test does not know how to apply" % ", ".join(unknown))
-path = os.path.join(ROOT, listen["ListenStream"].lstrip("/"))
-
-
-def ids(name):
-    """The ids of the names in ROOT's /etc/passwd or /etc/group."""
-    return {line.split(":")[0]: int(line.split(":")[2]) for line in open(os.path.join(ROOT, "etc", name), encoding="utf-8")}
+def service(template, instance):
+    """The unit's command line, environment, user, group and umask."""
+    unit, entries = service_entries(template, instance)
+    environment, exec_start, user, group, umask = {}, [], "root", None, 0o022
+    for key, value in entries:
+        if key in SYSTEMD_ONLY:
+            continue
+        if key not in SERVICE_KEYS:
+            fail("%s sets %s, which this test does not know how to apply" % (unit, key))
+        if key == "Environment":
+            for assignment in shlex.split(value):
+                name, _, text = assignment.partition("=")
+                environment[name] = text
+        elif key == "EnvironmentFile":
+            optional = value.startswith("-")
+            path = in_root(value.lstrip("-"))
+            if not os.path.exists(path):
+                if optional:
+                    continue
+                fail("EnvironmentFile %s is missing" % value)
+            for line in open(path, encoding="utf-8"):
+                line = line.strip()
+                if line and line[0] not in "#;" and "=" in line:
+                    name, _, text = line.partition("=")
+                    environment[name.strip()] = " ".join(shlex.split(text))
+        elif key == "ExecStart":
+            exec_start = [] if value == "" else exec_start + [value]
+        elif key == "User":
+            user = value
+        elif key == "Group":
+            group = value
+        elif key == "UMask":
+            umask = int(value, 8)
+    if len(exec_start) != 1:
+        fail("%s has %d ExecStart lines after its drop-ins" % (unit, len(exec_start)))
+    return expand(exec_start[0], environment), environment, user, group or user, umask
 
 
-uid = ids("passwd")[listen.get("SocketUser", "root")]
-gid = ids("group")[listen.get("SocketGroup", "root")]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path)
-os.chown(path, uid, gid)
-os.chmod(path, int(listen.get("SocketMode", "0666"), 8))
-s.listen(128)
-os.dup2(s.fileno(), 3)
-# When the socket already is fd 3, dup2 leaves its close-on-exec flag set.
-os.set_inheritable(3, True)
-print("start_unit.py: %s as %s:%s on %s" % (" ".join(argv), user, group or user, listen["ListenStream"]), flush=True)
+def table(name):
+    """ROOT's /etc/passwd or /etc/group: {name: fields}."""
+    return {line.split(":")[0]: line.rstrip("\n").split(":") for line in open(in_root("/etc/" + name), encoding="utf-8")}
 
-clean = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LISTEN_FDS=1",
-         "LISTEN_PID=%d" % os.getpid(), "LISTEN_FDNAMES=fcgiwrap.socket"]
+
+def listen_fcgiwrap():
+    """fcgiwrap.socket bound as systemd binds it, as fd 3: its LISTEN_* and path."""
+    listen = {k: v for s, k, v in sections(UNITS + "/fcgiwrap.socket") if s == "Socket"}
+    unknown = set(listen) - SOCKET_KEYS
+    if unknown:
+        fail("fcgiwrap.socket sets %s, which this test does not know how to apply" % ", ".join(unknown))
+    path = in_root(listen["ListenStream"])
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    os.chown(path, int(table("passwd")[listen.get("SocketUser", "root")][2]),
+             int(table("group")[listen.get("SocketGroup", "root")][2]))
+    os.chmod(path, int(listen.get("SocketMode", "0666"), 8))
+    s.listen(128)
+    # Detached: the socket object going away must not close the fd, which
+    # may be 3 itself; and when it is, dup2 leaves its close-on-exec flag set.
+    os.dup2(s.detach(), 3)
+    os.set_inheritable(3, True)
+    return ["LISTEN_FDS=1", "LISTEN_PID=%d" % os.getpid(), "LISTEN_FDNAMES=fcgiwrap.socket"], " on " + listen["ListenStream"]
+
+
+ROOT = sys.argv[1]
+if len(sys.argv) == 2:
+    argv, environment, user, group, umask = service("fcgiwrap.service", "")
+    listening, where = listen_fcgiwrap()
+elif len(sys.argv) == 4 and sys.argv[2].endswith("@.service"):
+    argv, environment, user, group, umask = service(sys.argv[2], sys.argv[3])
+    listening, where = [], ""
+else:
+    fail("usage: start_unit.py ROOT [TEMPLATE@.service INSTANCE]")
+print("start_unit.py: %s as %s:%s%s" % (" ".join(argv), user, group, where), flush=True)
+
+account = table("passwd")[user]
+clean = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+         "USER=" + user, "LOGNAME=" + user, "HOME=" + account[5], "SHELL=" + account[6]] + listening
 clean += ["%s=%s" % item for item in sorted(environment.items())]
-os.execvp("chroot", ["chroot", ROOT, "setpriv", "--reuid=" + user, "--regid=" + (group or user), "--init-groups",
+os.umask(umask)
+os.execvp("chroot", ["chroot", ROOT, "setpriv", "--reuid=" + user, "--regid=" + group, "--init-groups",
                      "--inh-caps=-all", "--", "env", "-i"] + clean + argv)
