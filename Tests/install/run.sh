@@ -14,15 +14,21 @@
 # acceptance suite's settings and inbox cases through TLS with --cacert (no
 # -k), nothing served as root, an upgrade to a rebuilt higher version that
 # keeps the data and an edited conffile, doctor healthy, then a broken
-# install (data directory root's, key file 0644) that doctor names.
+# install (data directory root's, key file 0644) that doctor names; and the
+# mirror's package, `apt-get install ./mockcloud-sync_*.deb` (its Depends from
+# Debian 12), configured as docs/SYNC.md says and started as
+# mockcloud-sync-push@srv-mirror-scans.service would (start_unit.py again:
+# its user, EnvironmentFile=, ExecStart=), pushing scans renamed into its
+# folder to the served box, stopped with SIGTERM.
 # Prints how long each step took. Needs root (chroot, namespaces).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VERSION="$(tr -d '[:space:]' <"$REPO/VERSION")"
 DEB="$REPO/dist/mockcloud_${VERSION}_amd64.deb"
+SYNC_DEB="$REPO/dist/mockcloud-sync_${VERSION}_amd64.deb"
 MIRROR="${MOCKCLOUD_TEST_MIRROR:-http://deb.debian.org/debian}"
 [[ "$(id -u)" == 0 ]] || { echo "test-install: run as root (chroot and namespaces)"; exit 1; }
-[[ -f "$DEB" ]] || { echo "test-install: $DEB is missing: make deb"; exit 1; }
+for f in "$DEB" "$SYNC_DEB"; do [[ -f "$f" ]] || { echo "test-install: $f is missing: make deb"; exit 1; }; done
 
 WORK="$(mktemp -d /tmp/mci.XXXXXX)"
 ROOT="$WORK/root"
@@ -44,7 +50,7 @@ mmdebstrap --quiet --variant=apt --include=ca-certificates \
     --customize-hook='printf "#!/bin/sh\nexit 101\n" > "$1/usr/sbin/policy-rc.d"; chmod 0755 "$1/usr/sbin/policy-rc.d"' \
     bookworm "$ROOT" "$MIRROR"
 BOOTSTRAP_SECONDS=$((SECONDS - t))
-cp "$DEB" "$ROOT/tmp/"
+cp "$DEB" "$SYNC_DEB" "$ROOT/tmp/"
 cp "$WORK"/mockcloud_"${next}"_amd64.deb "$ROOT/tmp/"
 
 # in_root COMMAND...: runs in the root with /proc and /dev (a mount
@@ -63,11 +69,23 @@ for p in nginx fcgiwrap mockcloud; do
         { echo "test-install: $p is not installed"; exit 1; }
 done
 
+# Here, not in the scenario: its namespace has no network for apt. The
+# scenario checks what it installed after the server's checks.
+step "apt-get install ./$(basename "$SYNC_DEB") (the mirror's package; pulls libcurl4)"
+t=$SECONDS
+in_root sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /tmp/$(basename "$SYNC_DEB")" >"$WORK/install-sync.log" 2>&1 ||
+    { tail -n 30 "$WORK/install-sync.log"; exit 1; }
+SYNC_INSTALL_SECONDS=$((SECONDS - t))
+for p in mockcloud-sync libcurl4; do
+    in_root dpkg-query -W -f='${Package} ${Version} ${Status}\n' "$p" | grep -q 'install ok installed' ||
+        { echo "test-install: $p is not installed"; exit 1; }
+done
+
 step "serving it, in a network namespace of the test's own"
 # Everything below runs in fresh network and PID namespaces: 127.0.0.1:8443
 # is the namespace's own, and every process ends with the namespace.
 export ROOT WORK REPO next VERSION
 unshare --net --pid --fork --mount --propagation private -- bash "$REPO/Tests/install/scenario.sh"
 status=$?
-step "done: mmdebstrap ${BOOTSTRAP_SECONDS}s, apt-get install of the package and its dependencies ${INSTALL_SECONDS}s, in all $((SECONDS - started))s"
+step "done: mmdebstrap ${BOOTSTRAP_SECONDS}s, apt-get install of the package and its dependencies ${INSTALL_SECONDS}s, of mockcloud-sync ${SYNC_INSTALL_SECONDS}s, in all $((SECONDS - started))s"
 exit "$status"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The served part of Tests/install/run.sh, inside fresh network, PID and mount
 # namespaces (nothing here is seen from outside, and all ends with it).
-# ROOT: the Debian 12 root with the package installed; WORK; REPO; next.
+# ROOT: the Debian 12 root with the package and mockcloud-sync installed;
+# WORK; REPO; next.
 set -uo pipefail
 failures=0
 check() { if "$@"; then :; else echo "FAIL  $CHECK"; failures=$((failures + 1)); return 1; fi; }
@@ -51,7 +52,7 @@ check [ "$(stat -c '%U %a' "$ROOT/etc/mockcloud/tls/ca.key")" == "root 600" ]
 check [ "$(stat -c '%U %a' "$ROOT/etc/mockcloud/hmac.keys")" == "www-data 600" ]
 
 say "mockcloud-admin runs on plain Debian 12 (no Swift there)"
-check in_root mockcloud-admin --help >/dev/null
+check in_root sh -c 'exec mockcloud-admin --help >/dev/null'  # the redirect inside: on check it would hide check's FAIL line
 
 say "enable the site with the README's command; nginx -t passes"
 check in_root ln -s /etc/nginx/sites-available/mockcloud /etc/nginx/sites-enabled/mockcloud
@@ -169,6 +170,82 @@ in_root sh -c "$(sed -n 's/^    fix: //p' "$WORK/doctor.out" | grep -v 'error.lo
 in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
 doctor=$?
 check [ "$doctor" == 0 ] || cat "$WORK/doctor.out"
+
+say "the mirror's package (installed by run.sh): the tool, its unit, the user mockcloud-sync, /etc/mockcloud-sync root 755; the tool runs on plain Debian 12 (no Swift there)"
+check test -x "$ROOT/usr/bin/mockcloud-sync"
+check test -f "$ROOT/lib/systemd/system/mockcloud-sync-push@.service"
+sync_uid="$(in_root id -u mockcloud-sync)"
+check [ -n "$sync_uid" ]
+check [ "$(stat -c '%U %a' "$ROOT/etc/mockcloud-sync")" == "root 755" ]
+check in_root sh -c 'exec mockcloud-sync --help >/dev/null'
+
+say "configured as docs/SYNC.md tells the operator: push.conf from the example (this box, its CA, a user key, a device id); /srv/mirror/scans the group mockcloud-sync's, 2770"
+conf="$ROOT/etc/mockcloud-sync/push.conf"
+in_root cp /usr/share/doc/mockcloud-sync/examples/push.conf /etc/mockcloud-sync/push.conf
+cp "$ca" "$ROOT/etc/mockcloud-sync/mockcloud-ca.crt"
+sed -i -e 's|^MOCKCLOUD_SYNC_URL=.*|MOCKCLOUD_SYNC_URL=https://127.0.0.1:8443|' \
+    -e 's|^MOCKCLOUD_SYNC_USER_KEY=.*|MOCKCLOUD_SYNC_USER_KEY=mirror|' \
+    -e 's|^MOCKCLOUD_SYNC_DEVICE_ID=.*|MOCKCLOUD_SYNC_DEVICE_ID=mirror-box|' "$conf"
+check grep -qx 'MOCKCLOUD_SYNC_URL=https://127.0.0.1:8443' "$conf"
+check grep -qx 'MOCKCLOUD_SYNC_CA=/etc/mockcloud-sync/mockcloud-ca.crt' "$conf"
+check grep -qx 'MOCKCLOUD_SYNC_USER_KEY=mirror' "$conf"
+check grep -qx 'MOCKCLOUD_SYNC_DEVICE_ID=mirror-box' "$conf"
+scans=/srv/mirror/scans
+check in_root sh -c "mkdir -p $scans && chgrp mockcloud-sync $scans && chmod 2770 $scans"
+
+instance="$(systemd-escape --path "$scans")"
+say "mockcloud-sync-push@$instance.service started as systemd would (start_unit.py: the installed unit, push.conf, User=, %f)"
+# This process becomes the tool (the execs keep its PID); it ends with the
+# PID namespace at the latest.
+python3 "$REPO/Tests/install/start_unit.py" "$ROOT" mockcloud-sync-push@.service "$instance" \
+    </dev/null >"$WORK/sync.out" 2>"$WORK/sync.err" &
+sync_pid=$!
+# ended PID: gone, or a zombie waiting for `wait`.
+ended() { [[ ! -e "/proc/$1" || "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" == Z ]]; }
+for ((i = 0; i < 600; i++)); do
+    grep -q 'watching for new files' "$WORK/sync.out" && break
+    ended "$sync_pid" && break
+    sleep 0.1
+done
+head -n 2 "$WORK/sync.out"
+check grep -q 'watching for new files' "$WORK/sync.out" || cat "$WORK/sync.err"
+
+# scan ID JSON: written as a scanner does, to a hidden name renamed in.
+scan() { printf '%s' "$2" >"$ROOT$scans/.tmp-x" && mv "$ROOT$scans/.tmp-x" "$ROOT$scans/$1.json"; }
+# box_has ID PATTERN: GET /inbox/ID answers 200 with PATTERN in it; polled
+# for about 60 s at most (a guard against a hang, not a timing check).
+box_has() {
+    for ((i = 0; i < 600; i++)); do
+        [[ "$(curl -s --noproxy '*' --cacert "$ca" -o "$WORK/scan.json" -w '%{http_code}' -H 'X-User-Key: mirror' \
+            "https://127.0.0.1:8443/inbox/$1")" == 200 ]] && grep -q "$2" "$WORK/scan.json" && return 0
+        sleep 0.1
+    done
+    cat "$WORK/scan.json" "$WORK/sync.err"
+    return 1
+}
+
+say "a scan renamed into the folder reaches the box: GET /inbox/scan-1 answers 200 (user key, --cacert), version 1, from the device id"
+scan scan-1 '{"syncVersion": 1, "page": 1}'
+check box_has scan-1 '"version": 1,' && check grep -q '"source": "mirror-box"' "$WORK/scan.json"
+
+say "the tool runs as the user mockcloud-sync (/proc/PID/status), and its record in the folder is that user's"
+grep '^Uid:' "/proc/$sync_pid/status"
+check [ "$(awk '/^Uid:/ { print $2 "," $3 }' "/proc/$sync_pid/status")" == "$sync_uid,$sync_uid" ]
+check [ "$(in_root stat -c %U "$scans/.mockcloud-sync-pushed")" == mockcloud-sync ]  # names from the root's /etc/passwd
+
+say "a second scan with a higher syncVersion replaces it on the box"
+scan scan-1 '{"syncVersion": 2, "page": 2}'
+check box_has scan-1 '"version": 2,' && check grep -q '"page": 2' "$WORK/scan.json"
+
+say "SIGTERM (by PID) ends the tool: exit 0, its last line says what it sent"
+kill -TERM "$sync_pid"
+for ((i = 0; i < 600; i++)); do ended "$sync_pid" && break; sleep 0.1; done
+ended "$sync_pid" || kill -KILL "$sync_pid"
+wait "$sync_pid"
+sync_status=$?
+tail -n 1 "$WORK/sync.out"
+check [ "$sync_status" == 0 ] || cat "$WORK/sync.err"
+check grep -Eq '^push --watch: stopped; 2 sent in [0-9]+ requests since it started: 2 stored' <(tail -n 1 "$WORK/sync.out")
 
 say "remove keeps data and configuration; purge removes them (the purge policy of docs/OPERATIONS.md)"
 in_root /usr/sbin/nginx -s stop
