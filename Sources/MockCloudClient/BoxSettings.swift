@@ -205,12 +205,12 @@ extension BoxClient {
     }
 
     /// One waiting read. Holding nothing, it sends a tag no document has
-    /// (`""`): a stored document answers at once, and with nothing stored
-    /// the box waits for one (`*` would wait past a document, which `*`
-    /// names).
+    /// (`HeaderValue.noDocumentTag`): a stored document answers at once,
+    /// and with nothing stored the box waits for one (`*` would wait past a
+    /// document, which `*` names).
     func waitForSettings(after etag: String?) async throws -> TransportResponse {
         let target = Endpoint.settings.path + "?\(QueryParameters.wait)=\(configuration.waitSeconds)"
-        return try await exchange(
-            TransportRequest(.get, target, headers: [(HTTPHeader.ifNoneMatch.name, etag ?? "\"\"")]), .safe)
+        let tag = etag ?? HeaderValue.noDocumentTag
+        return try await exchange(TransportRequest(.get, target, headers: [(HTTPHeader.ifNoneMatch.name, tag)]), .safe)
     }
 }

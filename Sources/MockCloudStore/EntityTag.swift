@@ -1,5 +1,6 @@
 import MockCloudJSON
 import MockCloudSystem
+import MockCloudWire
 
 /// The strong entity tag of stored bytes: `"<16 hex digits>"` (FNV-1a, 64
 /// bits, over the exact bytes on disk, so it changes whenever the file does).
@@ -47,11 +48,11 @@ package enum TagCondition: Sendable, Equatable {
     }
 
     /// True when a tag is named that a stored document may have had: the
-    /// client holds a document. `*` and the empty tag `""` (which no
-    /// document has) say that it holds none.
+    /// client holds a document. `*` and the empty tag
+    /// (`HeaderValue.noDocumentTag`) say that it holds none.
     package var namesADocument: Bool {
         guard case .tags(let tags) = self else { return false }
-        return tags.contains { $0.text != "\"\"" }
+        return tags.contains { $0.text != HeaderValue.noDocumentTag }
     }
 }
 

@@ -51,6 +51,11 @@ package enum HeaderValue {
     /// `X-Merge`'s one value: a PATCH merges per member, a GET answers the
     /// member times (docs/API.md §3, "Per-field merge").
     package static let mergeFields = "fields"
+    /// `If-None-Match` of a settings wait from a client that holds no
+    /// document: the empty tag, which no document has. The box holds it
+    /// until a document appears; a document's tag where nothing is stored
+    /// answers 404 at once (docs/API.md §3).
+    package static let noDocumentTag = "\"\""
 }
 
 extension Substring {
