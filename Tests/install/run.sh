@@ -59,27 +59,32 @@ in_root() {
     unshare --mount --propagation private -- sh -c 'mount --rbind /dev "$0/dev" && mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' "$ROOT" "$@"
 }
 
+# apt_install DEB LOG PACKAGE...: `apt-get install ./DEB` in the root, its
+# output added to LOG; then each PACKAGE (DEB's own, what it pulls) must be
+# installed.
+apt_install() {
+    local deb="$1" log="$2" p
+    shift 2
+    in_root sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /tmp/$(basename "$deb")" >>"$log" 2>&1 ||
+        { tail -n 30 "$log"; exit 1; }
+    for p in "$@"; do
+        in_root dpkg-query -W -f='${Package} ${Version} ${Status}\n' "$p" | grep -q 'install ok installed' ||
+            { echo "test-install: $p is not installed"; exit 1; }
+    done
+}
+
 step "apt-get install ./$(basename "$DEB") (pulls nginx and fcgiwrap)"
 t=$SECONDS
-in_root sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /tmp/$(basename "$DEB")" >"$WORK/install.log" 2>&1 ||
-    { tail -n 30 "$WORK/install.log"; exit 1; }
+in_root apt-get update -qq >"$WORK/install.log" 2>&1 || { tail -n 30 "$WORK/install.log"; exit 1; }
+apt_install "$DEB" "$WORK/install.log" nginx fcgiwrap mockcloud
 INSTALL_SECONDS=$((SECONDS - t))
-for p in nginx fcgiwrap mockcloud; do
-    in_root dpkg-query -W -f='${Package} ${Version} ${Status}\n' "$p" | grep -q 'install ok installed' ||
-        { echo "test-install: $p is not installed"; exit 1; }
-done
 
 # Here, not in the scenario: its namespace has no network for apt. The
 # scenario checks what it installed after the server's checks.
 step "apt-get install ./$(basename "$SYNC_DEB") (the mirror's package; pulls libcurl4)"
 t=$SECONDS
-in_root sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /tmp/$(basename "$SYNC_DEB")" >"$WORK/install-sync.log" 2>&1 ||
-    { tail -n 30 "$WORK/install-sync.log"; exit 1; }
+apt_install "$SYNC_DEB" "$WORK/install-sync.log" mockcloud-sync libcurl4
 SYNC_INSTALL_SECONDS=$((SECONDS - t))
-for p in mockcloud-sync libcurl4; do
-    in_root dpkg-query -W -f='${Package} ${Version} ${Status}\n' "$p" | grep -q 'install ok installed' ||
-        { echo "test-install: $p is not installed"; exit 1; }
-done
 
 step "serving it, in a network namespace of the test's own"
 # Everything below runs in fresh network and PID namespaces: 127.0.0.1:8443

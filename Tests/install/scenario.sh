@@ -15,6 +15,14 @@ mount -t proc proc "$ROOT/proc"
 mkdir -p "$ROOT/run"
 mount -t tmpfs -o mode=0755 tmpfs "$ROOT/run"
 in_root() { chroot "$ROOT" "$@"; }
+# within TENTHS COMMAND...: true once COMMAND succeeds, tried every 0.1 s at
+# most TENTHS times (a guard against a hang, not a time limit).
+within() {
+    local tries="$1" i
+    shift
+    for ((i = 0; i < tries; i++)); do "$@" && return 0; sleep 0.1; done
+    return 1
+}
 
 # fcgiwrap as systemd would start it from the installed fcgiwrap.socket and
 # fcgiwrap.service with its drop-ins, the package's among them
@@ -22,7 +30,7 @@ in_root() { chroot "$ROOT" "$@"; }
 # the unit's user, environment and command line).
 start_fcgiwrap() {
     python3 "$REPO/Tests/install/start_unit.py" "$ROOT" </dev/null >>"$WORK/fcgiwrap.log" 2>&1 &
-    for ((i = 0; i < 100; i++)); do [[ -S "$ROOT/run/fcgiwrap.socket" ]] && return 0; sleep 0.1; done
+    within 100 test -S "$ROOT/run/fcgiwrap.socket" && return 0
     echo "fcgiwrap did not start: $(cat "$WORK/fcgiwrap.log")"
     return 1
 }
@@ -30,11 +38,7 @@ start_fcgiwrap() {
 # Debian's nginx.conf).
 start_nginx() { in_root /usr/sbin/nginx; }
 wait_https() {
-    for ((i = 0; i < 100; i++)); do
-        curl -s --noproxy '*' --cacert "$ROOT/etc/mockcloud/tls/ca.crt" -o /dev/null https://127.0.0.1:8443/user/settings && return 0
-        sleep 0.1
-    done
-    return 1
+    within 100 curl -s --noproxy '*' --cacert "$ROOT/etc/mockcloud/tls/ca.crt" -o /dev/null https://127.0.0.1:8443/user/settings
 }
 ca="$ROOT/etc/mockcloud/tls/ca.crt"
 get() { curl -s --noproxy '*' --cacert "$ca" -H "X-User-Key: $1" "https://127.0.0.1:8443$2"; }
@@ -202,24 +206,22 @@ python3 "$REPO/Tests/install/start_unit.py" "$ROOT" mockcloud-sync-push@.service
 sync_pid=$!
 # ended PID: gone, or a zombie waiting for `wait`.
 ended() { [[ ! -e "/proc/$1" || "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" == Z ]]; }
-for ((i = 0; i < 600; i++)); do
-    grep -q 'watching for new files' "$WORK/sync.out" && break
-    ended "$sync_pid" && break
-    sleep 0.1
-done
+# watching_or_ended: the tool said it watches, or it has exited.
+watching_or_ended() { grep -q 'watching for new files' "$WORK/sync.out" || ended "$sync_pid"; }
+within 600 watching_or_ended
 head -n 2 "$WORK/sync.out"
 check grep -q 'watching for new files' "$WORK/sync.out" || cat "$WORK/sync.err"
 
 # scan ID JSON: written as a scanner does, to a hidden name renamed in.
 scan() { printf '%s' "$2" >"$ROOT$scans/.tmp-x" && mv "$ROOT$scans/.tmp-x" "$ROOT$scans/$1.json"; }
-# box_has ID PATTERN: GET /inbox/ID answers 200 with PATTERN in it; polled
-# for about 60 s at most (a guard against a hang, not a timing check).
+# box_holds ID PATTERN: GET /inbox/ID answers 200 with PATTERN in it.
+box_holds() {
+    [[ "$(curl -s --noproxy '*' --cacert "$ca" -o "$WORK/scan.json" -w '%{http_code}' -H 'X-User-Key: mirror' \
+        "https://127.0.0.1:8443/inbox/$1")" == 200 ]] && grep -q "$2" "$WORK/scan.json"
+}
+# box_has ID PATTERN: box_holds, polled for about 60 s at most.
 box_has() {
-    for ((i = 0; i < 600; i++)); do
-        [[ "$(curl -s --noproxy '*' --cacert "$ca" -o "$WORK/scan.json" -w '%{http_code}' -H 'X-User-Key: mirror' \
-            "https://127.0.0.1:8443/inbox/$1")" == 200 ]] && grep -q "$2" "$WORK/scan.json" && return 0
-        sleep 0.1
-    done
+    within 600 box_holds "$1" "$2" && return 0
     cat "$WORK/scan.json" "$WORK/sync.err"
     return 1
 }
@@ -239,8 +241,7 @@ check box_has scan-1 '"version": 2,' && check grep -q '"page": 2' "$WORK/scan.js
 
 say "SIGTERM (by PID) ends the tool: exit 0, its last line says what it sent"
 kill -TERM "$sync_pid"
-for ((i = 0; i < 600; i++)); do ended "$sync_pid" && break; sleep 0.1; done
-ended "$sync_pid" || kill -KILL "$sync_pid"
+within 600 ended "$sync_pid" || kill -KILL "$sync_pid"
 wait "$sync_pid"
 sync_status=$?
 tail -n 1 "$WORK/sync.out"
