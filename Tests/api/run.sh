@@ -76,12 +76,7 @@ check_answers() {
             echo "(the acceptance cases themselves failed: $(tail -n 1 "$WORK/acceptance.log"))"
     fi
     "$VENV/bin/python" "$HERE/conformance.py" "$DOC" "$record" | tee "$WORK/conformance.log"
-    if [[ "$(tail -n 1 "$WORK/conformance.log")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        PASSED=$((PASSED + BASH_REMATCH[1]))
-        FAILED=$((FAILED + BASH_REMATCH[2]))
-    else
-        fail "Tests/api/conformance.py ran"
-    fi
+    add_counts "$WORK/conformance.log" "Tests/api/conformance.py ran"
     # The check itself can fail: with 412 taken out of PUT /user/settings (the
     # acceptance cases get it for a stale If-Match), the same answers must not pass.
     "$VENV/bin/python" - "$DOC" "$WORK/without-412.yaml" <<'PYTHON'
@@ -195,12 +190,7 @@ if [[ "$MODE" != fuzz ]]; then
     # hypothesis, each delivered in several orders to fresh keys on this stack.
     echo "== merge_convergence.py (hypothesis, seed fixed)"
     "$VENV/bin/python" "$HERE/merge_convergence.py" "$BASE" "$DATA" | tee "$WORK/convergence.log"
-    if [[ "$(tail -n 1 "$WORK/convergence.log")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        PASSED=$((PASSED + BASH_REMATCH[1]))
-        FAILED=$((FAILED + BASH_REMATCH[2]))
-    else
-        fail "Tests/api/merge_convergence.py ran"
-    fi
+    add_counts "$WORK/convergence.log" "Tests/api/merge_convergence.py ran"
 fi
 requests="$(wc -l <"$RUN/logs/access.log")"
 echo "nginx logged $requests requests; by status: $(awk '{print $9}' "$RUN/logs/access.log" |

@@ -122,6 +122,17 @@ verdict() {
     (($# < 3)) || printf '        %s\n' "${@:3}"
 }
 
+# add_counts LOG WHAT: a sub-run's last line, `N passed, M failed`, added to
+# the counts; a log that does not end in one fails WHAT.
+add_counts() {
+    if [[ "$(tail -n 1 "$1")" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        PASSED=$((PASSED + BASH_REMATCH[1]))
+        FAILED=$((FAILED + BASH_REMATCH[2]))
+    else
+        verdict FAIL "$2"
+    fi
+}
+
 # The last line of a suite; its exit status says whether anything failed.
 summary() {
     finish_case
