@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.join(HERE, "lan"))
 sys.path.insert(0, HERE)
 import engine as driver  # noqa: E402  (Tests/client/engine.py)
 import report  # noqa: E402
-from samples import sample  # noqa: E402
+from samples import rename_in, sample  # noqa: E402
 from stack import Stack  # noqa: E402
 
 TOOL = os.path.join(REPO, ".build", "release", "mockcloud-sync")
@@ -109,10 +109,7 @@ def freshness(place, work, samples, tag):
         time.sleep(1)
     for i in range(samples):
         ident = f"scan-{i:03d}"
-        with open(os.path.join(folder, f".{ident}.tmp"), "w") as f:
-            json.dump(sample(i, 7), f)
-        started = time.time()
-        os.rename(os.path.join(folder, f".{ident}.tmp"), os.path.join(folder, f"{ident}.json"))
+        started = rename_in(folder, ident, sample(i, 7), clock=time.time)
         if not watcher:
             subprocess.run(place.prefix + [TOOL, "push", folder, *common], check=True, capture_output=True)
             push_alone.append(time.time() - started)

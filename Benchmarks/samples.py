@@ -1,6 +1,10 @@
 """The HealthKit-like sample every bulk measurement sends: `make bench`'s
 bulk row (bulk_bench.py), `make bench-lan` (lan/client.py) and the bulk-500
-instruction budget (instructions.sh). Standard library only."""
+instruction budget (instructions.sh); and a scan written into a watched
+folder as the mirror's scanner writes it (watch_bench.py, engine_bench.py,
+Tests/client/watch.py). Standard library only."""
+import json
+import os
 import time
 import uuid
 
@@ -22,3 +26,16 @@ def sample(i, run=0):
                    "productType": "Mirror1,1", "version": "3.2.1"},
         "metadata": {"HKWasUserEntered": False},
     }
+
+
+def rename_in(folder, ident, body, clock=time.monotonic):
+    """Writes `ident`.json into `folder` as a scanner does: a hidden part
+    file, renamed in. Returns `clock()` just before the rename, the moment a
+    watcher's freshness counts from (time.time to compare with another
+    process's wall-clock stamps)."""
+    part = os.path.join(folder, f".{ident}.json.part")
+    with open(part, "w") as f:
+        json.dump(body, f)
+    renamed = clock()
+    os.rename(part, os.path.join(folder, ident + ".json"))
+    return renamed

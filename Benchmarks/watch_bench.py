@@ -45,7 +45,7 @@ sys.path.insert(0, HERE)
 import report  # noqa: E402
 import stack  # noqa: E402
 import suite  # noqa: E402
-from samples import sample  # noqa: E402
+from samples import rename_in, sample  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "watch.md")
 TOOL = os.environ.get("MOCKCLOUD_SYNC_BIN") or os.path.join(REPO, ".build", "release", "mockcloud-sync")
@@ -93,15 +93,6 @@ class Follower(threading.Thread):
         with self.changed:
             self.changed.wait_for(lambda: ident in self.arrived, timeout)
             return self.arrived.get(ident)
-
-
-def rename_in(folder, ident, body):
-    """A scan as a scanner writes it; the moment of the rename."""
-    part = os.path.join(folder, "." + ident + ".json.part")
-    with open(part, "w") as f:
-        json.dump(body, f)
-    os.rename(part, os.path.join(folder, ident + ".json"))
-    return time.monotonic()
 
 
 def follow_lines(watcher):

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import threading
 
-from samples import sample
+from samples import rename_in, sample
 from suite import until
 
 
@@ -87,14 +87,6 @@ class Watcher:
 
     def tail(self):
         return f"last lines {list(self.lines)[-2:]}, stderr {self.errors[-3:]}"
-
-
-def rename_in(folder, ident, body):
-    """Writes `ident`.json as a scanner does: a hidden part file, renamed in."""
-    part = os.path.join(folder, f".{ident}.json.part")
-    with open(part, "w") as f:
-        json.dump(body, f)
-    os.rename(part, os.path.join(folder, ident + ".json"))
 
 
 def scan(i, version):
