@@ -71,7 +71,7 @@ def timed(lab, cmd, **kw):
     return seconds, wire(lab) - b0, r.stdout
 
 
-def library(lab, transport, ca, *args):
+def library_command(lab, transport, ca, *args):
     """client-bench over `transport`; URLSession on Linux trusts the system's
     store, so its run sees /etc/ssl/certs as the box's CA alone."""
     cmd = [LIBRARY, "--transport", transport, *args]
@@ -105,7 +105,7 @@ def parse_args():
 
 def library_run(lab, transport, ca, *args):
     """client-bench over `transport` across the link; (its own seconds, wire bytes)."""
-    _, b, out = timed(lab, library(lab, transport, ca, *args))
+    _, b, out = timed(lab, library_command(lab, transport, ca, *args))
     result = json.loads(out)
     assert result["items"] == SAMPLES, out
     return result["seconds"], b
