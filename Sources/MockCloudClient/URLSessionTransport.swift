@@ -26,6 +26,9 @@ import Security
 public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let baseURL: String
     private let session: URLSession
+    #if canImport(FoundationNetworking)
+    private let configuration: URLSessionConfiguration
+    #endif
 
     /// `baseURL` like `https://192.168.1.20:8443`. Throws
     /// `TransportError.setup` for a URL that is not https (and on Linux, for
@@ -45,7 +48,28 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         configuration.connectionProxyDictionary = [:]
         configuration.timeoutIntervalForRequest = 120
         self.baseURL = baseURL
+        #if canImport(FoundationNetworking)
+        self.configuration = configuration
+        #endif
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
+    /// The session for `request`. On Linux a request with a body gets a
+    /// session, so a connection, of its own: when a reused connection turns
+    /// out dead, FoundationNetworking's libcurl sends the request again on a
+    /// fresh one but fails to rewind its body (the second sending carries
+    /// none, or loses 64 KiB of it), and nginx answers 400 to the short body,
+    /// which the client would take for the box's refusal. On a fresh
+    /// connection a failure is reported instead, and the client's retry
+    /// sends the whole body again. Apple's URLSession rewinds; it keeps one
+    /// session.
+    private func session(for request: TransportRequest) -> (session: URLSession, own: Bool) {
+        #if canImport(FoundationNetworking)
+        if !request.body.isEmpty {
+            return (URLSession(configuration: configuration, delegate: nil, delegateQueue: nil), true)
+        }
+        #endif
+        return (session, false)
     }
 
     deinit { session.invalidateAndCancel() }
@@ -90,6 +114,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         for header in request.headers { urlRequest.addValue(header.value, forHTTPHeaderField: header.name) }
         if !request.body.isEmpty { urlRequest.httpBody = Data(request.body) }
         let running = Running()
+        let (session, own) = session(for: request)
+        defer { if own { session.finishTasksAndInvalidate() } }
         let result: Result<TransportResponse, any Error> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 running.start(session.dataTask(with: urlRequest) { data, response, error in
