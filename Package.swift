@@ -192,12 +192,27 @@ let package = Package(
         // guide's copy the same.
         .target(name: "MockCloudReadmeExample", dependencies: ["MockCloudClient"], path: "Tests/ReadmeExample"),
 
-        // What several test targets share: the one temporary-directory
-        // helper, stdin from a pipe, JSON as text, signing keys.
+        // What several test targets share, portable (Foundation only, so the
+        // client's tests that use it run on a Mac unchanged): the one
+        // temporary-directory helper, JSON as text, a repository's files.
+        .target(
+            name: "MockCloudPortableTestSupport",
+            dependencies: ["MockCloudJSON"],
+            path: "Tests/MockCloudPortableTestSupport"
+        ),
+        // What the server's test targets share besides: stdin from a pipe,
+        // signing keys; it re-exports the portable helpers.
         .target(
             name: "MockCloudTestSupport",
-            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "MockCloudStore"],
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "MockCloudStore", "MockCloudPortableTestSupport"],
             path: "Tests/MockCloudTestSupport"
+        ),
+        // The client's scripted box (FakeServer) and its helpers, portable:
+        // for both client test targets.
+        .target(
+            name: "MockCloudClientTestSupport",
+            dependencies: ["MockCloudClient", "MockCloudJSON", "MockCloudWire"],
+            path: "Tests/MockCloudClientTestSupport"
         ),
         // Unit tests, one target per library, a file per type or suite.
         .testTarget(name: "MockCloudSystemTests", dependencies: ["MockCloudSystem", "MockCloudTestSupport"]),
@@ -236,11 +251,24 @@ let package = Package(
                 "MockCloudTestSupport", "MockCloudHTTPTestSupport",
             ]
         ),
+        // The client library's tests, without Glibc or any server target:
+        // the journal and the queue, reconciliation, uploads, the feed and the
+        // engine against a scripted box. `swift test` runs them here, and
+        // they run on a Mac unchanged.
+        .testTarget(
+            name: "MockCloudClientCoreTests",
+            dependencies: [
+                "MockCloudClient", "MockCloudJSON", "MockCloudWire", "MockCloudPortableTestSupport",
+                "MockCloudClientTestSupport", "MockCloudReadmeExample",
+            ]
+        ),
+        // The sync tool's tests (push, its ledger and watch, the command line),
+        // which use the Linux system layer.
         .testTarget(
             name: "MockCloudClientTests",
             dependencies: [
                 "MockCloudClient", "MockCloudSync", "MockCloudCommandLine", "MockCloudJSON", "MockCloudWire", "MockCloudSystem",
-                "MockCloudTestSupport", "MockCloudReadmeExample",
+                "MockCloudTestSupport", "MockCloudClientTestSupport",
             ]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.

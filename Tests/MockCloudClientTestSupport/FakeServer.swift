@@ -4,30 +4,30 @@ import MockCloudWire
 
 /// A transport that answers from a script instead of a network: each test
 /// says what the server does with each request and reads what was sent.
-actor FakeServer: HTTPTransport {
-    typealias Answer = @Sendable (TransportRequest, Int) -> Result<TransportResponse, TransportError>
+package actor FakeServer: HTTPTransport {
+    package typealias Answer = @Sendable (TransportRequest, Int) -> Result<TransportResponse, TransportError>
     private let answer: Answer
-    private(set) var requests: [TransportRequest] = []
+    package private(set) var requests: [TransportRequest] = []
 
-    init(_ answer: @escaping Answer) { self.answer = answer }
+    package init(_ answer: @escaping Answer) { self.answer = answer }
 
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
+    package func send(_ request: TransportRequest) async throws -> TransportResponse {
         requests.append(request)
         return try answer(request, requests.count).get()
     }
 
-    static func json(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Result<TransportResponse, TransportError> {
+    package static func json(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Result<TransportResponse, TransportError> {
         .success(TransportResponse(status: status, headers: headers, body: Array(text.utf8)))
     }
 
     /// The items of a bulk request body.
-    static func items(_ request: TransportRequest) -> [JSONObject] {
+    package static func items(_ request: TransportRequest) -> [JSONObject] {
         guard case .array(let items)? = (try? JSONParser.parse(request.body))?.objectValue?["messages"] else { return [] }
         return items.compactMap(\.objectValue)
     }
 
     /// A 200 bulk answer storing every item (201) at seq 1, 2, ….
-    static func storeAll(_ request: TransportRequest) -> Result<TransportResponse, TransportError> {
+    package static func storeAll(_ request: TransportRequest) -> Result<TransportResponse, TransportError> {
         let rows = items(request).enumerated().map { index, item in
             #"{"id": "\#(item["id"]?.stringValue ?? "")", "status": 201, "seq": \#(index + 1)}"#
         }
@@ -36,15 +36,16 @@ actor FakeServer: HTTPTransport {
 }
 
 /// Records the client's waits instead of sleeping.
-final class Waits: @unchecked Sendable {
+package final class Waits: @unchecked Sendable {
     /// Each wait, in seconds.
-    private(set) var seconds: [Double] = []
-    func record(_ wait: Duration) {
+    package private(set) var seconds: [Double] = []
+    package init() {}
+    package func record(_ wait: Duration) {
         seconds.append(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
     }
 }
 
-func client(_ server: FakeServer, device: String? = "phone-1", waits: Waits = Waits(), attempts: Int = 5) -> BoxClient {
+package func client(_ server: FakeServer, device: String? = "phone-1", waits: Waits = Waits(), attempts: Int = 5) -> BoxClient {
     BoxClient(
         configuration: ClientConfiguration(
             userKey: UserKey("u1")!, deviceID: device.flatMap(DeviceID.init),
@@ -53,14 +54,14 @@ func client(_ server: FakeServer, device: String? = "phone-1", waits: Waits = Wa
         transport: server)
 }
 
-func body(_ text: String) -> JSONText { try! JSONText(validating: text) }
-func id(_ text: String) -> MessageID { MessageID(text)! }
+package func body(_ text: String) -> JSONText { try! JSONText(validating: text) }
+package func id(_ text: String) -> MessageID { MessageID(text)! }
 
-func envelope(_ id: String, version: Int, seq: Int) -> String {
+package func envelope(_ id: String, version: Int, seq: Int) -> String {
     #"{"id": "\#(id)", "version": \#(version), "seq": \#(seq), "source": null, "serverReceivedAt": "20260101T000000.000000Z", "body": {"v": \#(version)}}"#
 }
 
-func page(_ messages: [String], deleted: [(String, Int)] = [], anchor: String, hasMore: Bool) -> String {
+package func page(_ messages: [String], deleted: [(String, Int)] = [], anchor: String, hasMore: Bool) -> String {
     let gone = deleted.map { #"{"id": "\#($0.0)", "seq": \#($0.1)}"# }
     return #"{"messages": [\#(messages.joined(separator: ", "))], "deleted": [\#(gone.joined(separator: ", "))], "anchor": "\#(anchor)", "hasMore": \#(hasMore)}"#
 }

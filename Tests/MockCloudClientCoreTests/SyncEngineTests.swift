@@ -1,7 +1,8 @@
 import Foundation
 import MockCloudClient
+import MockCloudClientTestSupport
 import MockCloudJSON
-import MockCloudTestSupport
+import MockCloudPortableTestSupport
 import Testing
 
 /// A box for the engine: bulk writes and settings merges answered by the

@@ -1,5 +1,6 @@
 import Foundation
 import MockCloudClient
+import MockCloudClientTestSupport
 import MockCloudWire
 import Testing
 
