@@ -1,7 +1,5 @@
 import MockCloudJSON
-// An app imports MockCloudClient alone: the wire types it hands out
-// (UserKey, MessageID, Anchor, Envelope, FeedPage, JSONText, ...) come with it.
-@_exported import MockCloudWire
+import MockCloudWire
 
 /// The limits of `POST /inbox:bulk` (docs/API.md §8): `upload` cuts its
 /// requests to fit them, and refuses an item larger than the server takes

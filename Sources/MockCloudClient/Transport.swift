@@ -1,4 +1,5 @@
 import Foundation
+import MockCloudWire
 
 /// One HTTP exchange, as the client hands it to a transport.
 public struct TransportRequest: Sendable {
