@@ -24,8 +24,10 @@ local CA (no -k anywhere, this suite's own reads included):
   CurlTransport and URLSessionTransport (FoundationNetworking): uploads
   and a pull through the cutting relay (retried), a 410 after compaction,
   settings 409 and 412, a certificate from another CA and one for another
-  name refused, and a request cancelled while the server holds its answer
-  (it returns before the server answers, its connection closed);
+  name refused, a request cancelled while the server holds its answer
+  (it returns before the server answers, its connection closed), and one
+  held past the transport's request timeout (it fails as unavailable, its
+  connection closed, no answer taken);
   URLSession on Linux trusts the system's store, so those runs see a
   private mount namespace whose /etc/ssl/certs holds the box's CA alone
   (`unshare -m` and a bind mount as root, `unshare -rm` otherwise); outside
