@@ -36,7 +36,7 @@ public struct ClientConfiguration: Sendable {
     public var uploadsInFlight: Int
     /// How long each waiting request of a follow (`changes(since:follow:)`,
     /// `settingsUpdates(after:)`) asks the box to hold it for a change, in
-    /// whole seconds within `WireLimits.waitSeconds`. Shorter costs more
+    /// whole seconds from 1 to 60 (the box's limit). Shorter costs more
     /// requests; longer keeps the box's program waiting longer after the
     /// client gave up.
     public var wait: Duration
