@@ -234,7 +234,7 @@ bench-lan: install
 ## after `--` against the SDK), and IOS_SDK_REPO=… (a git directory of the
 ## SDKs, passed as --sdk-repo) or IOS_SDK=… (an unpacked iPhoneOS SDK,
 ## passed as --sdk). Objects go to .build-ios.
-IOS_TARGETS := MockCloudClient MockCloudReadmeExample
+IOS_TARGETS := MockCloudClient MockCloudReadmeExample MockCloudHealth MockCloudHealthExample
 check-ios:
 	@if command -v xcrun >/dev/null; then \
 	    sdk="$$(xcrun --sdk iphoneos --show-sdk-path)" && \
