@@ -5,6 +5,8 @@ import MockCloudClient
 /// `SyncEngine` (which conforms, SyncEngine+Link.swift), so that its core is
 /// tested with a fake engine.
 public protocol SyncEngineLink: Sendable {
+    /// What `syncUntilIdle(within:)` says is left (`SyncEngine.Pending`).
+    associatedtype Left: PendingChanges
     /// Where the engine keeps its state; `HealthImport` keeps its anchors
     /// in a folder of it.
     var stateDirectory: URL { get }
@@ -14,7 +16,12 @@ public protocol SyncEngineLink: Sendable {
     func syncNow() async
     /// Sends what is pending and reads the feed until idle, or the time is
     /// up; returns what is still pending.
-    func syncUntilIdle(within limit: Duration) async throws -> SyncEngine.Pending
+    func syncUntilIdle(within limit: Duration) async throws -> Left
     /// The network is there (true) or not (false).
     func networkChanged(available: Bool) async
+}
+
+/// What is still to send after a sync: nothing, or something.
+public protocol PendingChanges: Sendable {
+    var isEmpty: Bool { get }
 }
