@@ -89,8 +89,8 @@ func engineClient(_ box: FakeBox, waits: Waits = Waits(), token: String? = nil, 
     BoxClient(
         configuration: ClientConfiguration(
             userKey: UserKey("u1")!, deviceID: DeviceID("phone-1"), token: token,
-            retry: policy ?? RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60)),
-            sleep: { waits.record($0) }),
+            retry: policy ?? RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60))
+        ).recording(waits),
         transport: box)
 }
 
