@@ -42,15 +42,14 @@ public struct ClientConfiguration: Sendable {
     /// requests; longer keeps the box's program waiting longer after the
     /// client gave up.
     public var wait: Duration
-    /// How the client waits between attempts (tests pass one that records).
-    /// It throws `CancellationError` when the task is cancelled, which ends
-    /// the retries.
-    public var sleep: @Sendable (Duration) async throws -> Void
+    /// How the client waits between attempts: the continuous clock, or one
+    /// a test injects (package access: not an app's API). Its sleep throws
+    /// `CancellationError` when the task is cancelled, which ends the retries.
+    package var clock: any Clock<Duration> = ContinuousClock()
 
     public init(
         userKey: UserKey, deviceID: DeviceID? = nil, token: String? = nil, retry: RetryPolicy = .standard,
-        limits: BulkLimits = .server, uploadsInFlight: Int = 2, wait: Duration = .seconds(30),
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { duration in try await Task.sleep(for: duration) }
+        limits: BulkLimits = .server, uploadsInFlight: Int = 2, wait: Duration = .seconds(30)
     ) {
         self.userKey = userKey
         self.deviceID = deviceID
@@ -60,7 +59,6 @@ public struct ClientConfiguration: Sendable {
         self.uploadsInFlight = max(1, uploadsInFlight)
         let seconds = Int(wait.components.seconds)
         self.wait = .seconds(min(max(seconds, WireLimits.waitSeconds.lowerBound), WireLimits.waitSeconds.upperBound))
-        self.sleep = sleep
     }
 
     /// `wait` as the `?wait=` query parameter's whole seconds.
@@ -147,7 +145,9 @@ public struct BoxClient: Sendable {
                     return .unsettled("\(response.status) \(Self.errorText(response)): the write may have been applied")
                 }
             }
-            guard !last else { throw ClientError.unavailable("\(response.status) \(Self.errorText(response)) (\(attempts))") }
+            guard !last else {
+                throw ClientError.unavailable("\(response.status) \(Self.errorText(response)) (\(attempts))", lastStatus: response.status)
+            }
             try await pause(policy.delay(afterAttempt: attempt, retryAfter: response.header(HTTPHeader.retryAfter.name)))
         }
     }
@@ -176,7 +176,7 @@ public struct BoxClient: Sendable {
     /// (`CancellationError`, whatever the sleep threw).
     func pause(_ duration: Duration) async throws {
         do {
-            try await configuration.sleep(duration)
+            try await configuration.clock.sleep(for: duration)
         } catch {
             throw CancellationError()
         }
@@ -185,14 +185,16 @@ public struct BoxClient: Sendable {
 
     /// `request`'s answer, with a box that stays unavailable through every
     /// retry (a long restart, the Wi-Fi gone) waited out, however long it
-    /// lasts: a follow keeps following. Cancellation ends it
-    /// (`CancellationError`).
+    /// lasts: a follow keeps following. Its request went through every
+    /// retry, so each wait is the policy's longest (jittered). Cancellation
+    /// ends it (`CancellationError`).
     func waitingOutUnavailable<T>(_ request: () async throws -> T) async throws -> T {
+        var backoff = Backoff(initial: configuration.retry.maxDelay, cap: configuration.retry.maxDelay)
         while true {
             do {
                 return try await request()
             } catch ClientError.Code.unavailable {
-                try await pause(configuration.retry.maxDelay)
+                try await pause(backoff.failed())
             }
         }
     }

@@ -45,6 +45,10 @@ extension SyncEngine {
         public static func deferred(_ ids: [MessageID], error: ClientError, retryIn: Duration) -> Event {
             Event(.deferred, ids: ids, error: error, retryIn: retryIn)
         }
+        public static func deferred(settings members: [String], error: ClientError, retryIn: Duration) -> Event {
+            Event(.deferred, members: members, error: error, retryIn: retryIn)
+        }
+        public static func stopped(_ error: ClientError) -> Event { Event(.stopped, error: error) }
         public static func settingsMerged(_ members: [String], settings: BoxSettings, kept: [String]) -> Event {
             Event(.settingsMerged, members: members, keptMembers: kept, settings: settings)
         }
@@ -67,7 +71,10 @@ extension SyncEngine {
             switch kind {
             case .uploaded: return "uploaded \(ids.count): \(list(ids))"
             case .refused: return "refused \(refusals.count): " + refusals.prefix(5).map(\.description).joined(separator: "; ")
-            case .deferred: return "deferred \(ids.count) for \(retryIn ?? .zero): \(error.map(\.description) ?? "")"
+            case .deferred:
+                let what = ids.isEmpty ? "settings edits of \(members.joined(separator: ", "))" : "\(ids.count)"
+                return "deferred \(what) for \(retryIn ?? .zero): \(error.map(\.description) ?? "")"
+            case .stopped: return "stopped: \(error.map(\.description) ?? "")"
             case .settingsMerged:
                 return "settings merged: \(members.joined(separator: ", "))"
                     + (keptMembers.isEmpty ? "" : " (the box's newer value kept for \(keptMembers.joined(separator: ", ")))")
@@ -125,9 +132,13 @@ extension ExtensibleKind where Owner == SyncEngine.Event {
     /// and the reason): 409, the box holds a newer version; 400; 413.
     /// They left the queue and are not sent again.
     public static var refused: Self { Self("refused") }
-    /// The box could not take these uploads now (`ids`; `error`, a
-    /// 507: its storage is full). They stay queued and are sent
-    /// again after `retryIn`, or at `syncNow()`.
+    /// The box could not take these uploads (`ids`) or settings edits
+    /// (`members`) now: `error` says why (507: its storage is full; a
+    /// 429 past its `Retry-After`; for settings, a document it cannot
+    /// merge, or a box without the per-field merge). They stay queued
+    /// and are sent again after `retryIn` (doubled each time, up to 10
+    /// minutes), or at once after a new change, `syncNow()`, or the
+    /// network's return.
     public static var deferred: Self { Self("deferred") }
     /// The box merged the settings edits of `members`: `settings` is
     /// what it holds now, `keptMembers` those of them whose value on
@@ -144,10 +155,17 @@ extension ExtensibleKind where Owner == SyncEngine.Event {
     /// `ids` stored or replaced, `deletedIDs` removed; `resynced`
     /// when it began a full read after a 410.
     public static var applied: Self { Self("applied") }
-    /// The box could not be reached through every retry (`error`).
+    /// The box could not be reached through every retry (`error`), or
+    /// a server there answered with a certificate the box's CA did not
+    /// sign (`untrusted`: for a box on the LAN, another network).
     /// Everything queued is kept; the engine tries again after
     /// `retryIn`, or at once after `syncNow()`.
     public static var unreachable: Self { Self("unreachable") }
+    /// `run()` (or `syncUntilIdle`) stopped for `error`, which no retry
+    /// mends (401, 403: the token; a state it cannot write; what the
+    /// store threw). The last event: `events` finishes after it.
+    /// Everything queued is kept for a new engine.
+    public static var stopped: Self { Self("stopped") }
     /// The box answered again after `unreachable`.
     public static var reachable: Self { Self("reachable") }
 }

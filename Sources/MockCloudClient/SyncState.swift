@@ -334,9 +334,11 @@ final class SyncJournal {
 /// against other processes, a list of the directories this process holds
 /// against a second engine here. Released when the engine is freed, or by
 /// the kernel when the process ends.
-final class StateDirectoryHold: Sendable {
+final class StateDirectoryHold: @unchecked Sendable {
     let path: String
-    private let descriptor: Int32
+    private let lock = NSLock()
+    /// The lock file's descriptor, until released.
+    private var descriptor: Int32?
 
     /// Holds `path` (a directory that exists, its path resolved); throws
     /// `local`, naming it, when another engine holds it.
@@ -363,9 +365,17 @@ final class StateDirectoryHold: Sendable {
         self.descriptor = descriptor
     }
 
-    deinit {
+    deinit { release() }
+
+    /// Lets the directory go (`SyncEngine.close()`): another engine may
+    /// hold it at once. Once; later calls do nothing.
+    func release() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let descriptor else { return }
         Platform.unlock(descriptor)
         Self.held.release(path)
+        self.descriptor = nil
     }
 
     /// The directories engines of this process hold.

@@ -1,3 +1,4 @@
+import Foundation
 import MockCloudClient
 import MockCloudJSON
 import MockCloudWire
@@ -37,10 +38,49 @@ actor FakeServer: HTTPTransport {
 
 /// Records the client's waits instead of sleeping.
 final class Waits: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [Double] = []
     /// Each wait, in seconds.
-    private(set) var seconds: [Double] = []
+    var seconds: [Double] {
+        lock.lock()
+        defer { lock.unlock() }
+        return recorded
+    }
     func record(_ wait: Duration) {
-        seconds.append(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+        lock.lock()
+        defer { lock.unlock() }
+        recorded.append(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+    }
+}
+
+/// The client's clock in tests: each wait recorded in `waits`, then
+/// `actually` slept instead (none: it returns at once, unless cancelled).
+struct RecordingClock: Clock {
+    struct Instant: InstantProtocol {
+        var offset: Duration
+        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
+    let waits: Waits
+    var actually: Duration = .zero
+
+    var now: Instant { Instant(offset: .zero) }
+    var minimumResolution: Duration { .zero }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        waits.record(deadline.offset)
+        if actually > .zero { try await Task.sleep(for: actually) }
+        try Task.checkCancellation()
+    }
+}
+
+extension ClientConfiguration {
+    /// This configuration with its waits recorded in `waits` (and `actually` slept instead).
+    func recording(_ waits: Waits, actually: Duration = .zero) -> ClientConfiguration {
+        var configuration = self
+        configuration.clock = RecordingClock(waits: waits, actually: actually)
+        return configuration
     }
 }
 
@@ -48,8 +88,8 @@ func client(_ server: FakeServer, device: String? = "phone-1", waits: Waits = Wa
     BoxClient(
         configuration: ClientConfiguration(
             userKey: UserKey("u1")!, deviceID: device.flatMap(DeviceID.init),
-            retry: RetryPolicy(maxAttempts: attempts, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60)),
-            sleep: { waits.record($0) }),
+            retry: RetryPolicy(maxAttempts: attempts, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60))
+        ).recording(waits),
         transport: server)
 }
 
