@@ -145,7 +145,7 @@ public actor HealthImport {
     /// in the type's HealthKit unit, the dates as the box writes its own
     /// (UTC, microseconds: `20260518T044304.134233Z`).
     static func body(_ sample: HealthSample) -> JSONText {
-        func time(_ date: Date) -> JSONValue { .string(Timestamp.format(Int64((date.timeIntervalSince1970 * 1_000_000).rounded()))) }
+        func time(_ date: Date) -> JSONValue { .string(Timestamp.format(BoxClient.micros(date))) }
         return JSONText(.object(JSONObject(uniqueMembers: [
             JSONMember("type", .string(sample.type.name)),
             JSONMember("value", .number(sample.value.isFinite ? "\(sample.value)" : "0")),

@@ -70,8 +70,8 @@ public actor HealthKitScans: ChangeApplier {
         let held = try await healthStore.ownSamples(of: [.height], syncIdentifierPrefix: "nm-height-")
         if let newest = held.max(by: { $0.start < $1.start }), abs(newest.value - cm / 100) < 0.000_5 { return }
         let micros = object["updatedAt"]?.stringValue.flatMap(Timestamp.parse)
-        let date = micros.map { Date(timeIntervalSince1970: Double($0) / 1_000_000) } ?? Date()
-        let id = "nm-height-\(micros ?? Int64((date.timeIntervalSince1970 * 1_000_000).rounded()))"
+        let date = micros.map(BoxClient.date) ?? Date()
+        let id = "nm-height-\(micros ?? BoxClient.micros(date))"
         try await healthStore.save([HealthSample(type: .height, value: cm / 100, start: date, syncIdentifier: id, syncVersion: 1)])
     }
 }

@@ -36,9 +36,7 @@ public struct HealthKitStore: HealthStore, @unchecked Sendable {
         // The completion form: the async one is imported from Objective-C
         // and crashes this toolchain's cross-compiler for iOS.
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-            store.save(objects) { _, error in
-                if let error { done.resume(throwing: error) } else { done.resume() }
-            }
+            store.save(objects, withCompletion: Self.resuming(done))
         }
     }
 
@@ -100,9 +98,8 @@ public struct HealthKitStore: HealthStore, @unchecked Sendable {
 
     public func enableBackgroundDelivery(for type: HealthType, frequency: HealthDeliveryFrequency) async throws {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-            store.enableBackgroundDelivery(for: Self.quantityType(type), frequency: frequency == .immediate ? .immediate : .hourly) { _, error in
-                if let error { done.resume(throwing: error) } else { done.resume() }
-            }
+            store.enableBackgroundDelivery(
+                for: Self.quantityType(type), frequency: frequency == .immediate ? .immediate : .hourly, withCompletion: Self.resuming(done))
         }
     }
 
@@ -112,6 +109,13 @@ public struct HealthKitStore: HealthStore, @unchecked Sendable {
             onUpdate(error) { handler.call() }
         }
         store.execute(query)
+    }
+
+    /// HealthKit's `(success, error)` completion, resuming `done`.
+    static func resuming(_ done: CheckedContinuation<Void, any Error>) -> @Sendable (Bool, (any Error)?) -> Void {
+        { _, error in
+            if let error { done.resume(throwing: error) } else { done.resume() }
+        }
     }
 
     /// A HealthKit quantity sample as the library's, its value in `type.unit`.

@@ -74,6 +74,6 @@ public struct ScanMapping: Sendable {
     /// 8601 such as `2026-05-18T04:43:04.134Z` or with an offset, or the
     /// basic `20260518T044304.134233Z`); nil otherwise.
     static func parseDate(_ text: String) -> Date? {
-        Timestamp.parse(text).map { Date(timeIntervalSince1970: Double($0) / 1_000_000) }
+        Timestamp.parse(text).map(BoxClient.date)
     }
 }
