@@ -43,9 +43,10 @@ public actor HealthImport {
         anchors = ImportAnchors(stateDirectory: engine.stateDirectory)
     }
 
-    /// At every launch: an observer query for each type (its updates
-    /// import the type's changes, then call HealthKit's completion
-    /// handler), background delivery (`.immediate` for body mass, hourly
+    /// At every launch: an observer query for each type (its updates,
+    /// the first of which HealthKit sends when the query starts, import
+    /// the type's changes, then call HealthKit's completion handler),
+    /// background delivery (`.immediate` for body mass, hourly
     /// for the rest), and a retry at each unlock of what failed while
     /// locked. Throws the first type's refusal of background delivery (the
     /// entitlement missing), once every observer is set up.
@@ -60,7 +61,10 @@ public actor HealthImport {
                 }
             }
         }
-        Unlock.observe { [self] in Task { await self.retryFailed() } }
+        Unlock.observe { [weak self] in
+            guard let self else { return }
+            Task { await self.retryFailed() }
+        }
         var refusal: (any Error)?
         for type in types {
             do {

@@ -18,12 +18,10 @@ final class PlatformHooks: @unchecked Sendable {
         guard monitor == nil else { return }
         let monitor = NWPathMonitor()
         monitor.pathUpdateHandler = { [weak lifecycle] path in
-            var denied = false
-            if #available(iOS 14.2, *) { denied = path.status == .unsatisfied && path.unsatisfiedReason == .localNetworkDenied }
             let state = NetworkState.of(
                 satisfied: path.status == .satisfied,
                 wifiOrWired: path.usesInterfaceType(.wifi) || path.usesInterfaceType(.wiredEthernet),
-                localNetworkDenied: denied)
+                localNetworkDenied: path.status == .unsatisfied && path.unsatisfiedReason == .localNetworkDenied)
             guard let lifecycle else { return }
             Task { await lifecycle.pathChanged(state) }
         }
