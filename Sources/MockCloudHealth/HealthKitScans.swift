@@ -62,6 +62,9 @@ public actor HealthKitScans: ChangeApplier {
     /// is used for the BMI of the scans that follow, and a height that
     /// differs from this app's newest height sample is saved as a new one
     /// (sync identifier `nm-height-<updatedAt in µs>`, dated `updatedAt`).
+    /// Throws when the store cannot be read or written (the phone locked):
+    /// the height is taken for BMI all the same, and its sample is saved
+    /// at a later call.
     public func settingsChanged(_ settings: JSONText?) async throws {
         guard let object = settings?.value.objectValue, case .number(let text)? = object["heightCm"],
             let cm = Double(text), (30...300).contains(cm)

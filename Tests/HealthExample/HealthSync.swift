@@ -31,11 +31,11 @@ final class HealthSync: Sendable {
 
     /// For as long as the app runs; `settings`: the copy the app holds.
     func run(settings: JSONText?) async throws {
-        try await scans.settingsChanged(settings)  // the height, for BMI
+        try? await scans.settingsChanged(settings)  // the height, for BMI (while locked, its sample waits for the next change)
         try await importer.start()  // observer queries and background delivery, from the kept anchors
         async let running: Void = engine.run()
         for await event in engine.events where event.kind == .boxSettings {
-            try await scans.settingsChanged(event.settings?.document)  // a new height
+            try? await scans.settingsChanged(event.settings?.document)  // a new height
         }
         try await running
     }

@@ -131,4 +131,17 @@ import Testing
         let bmi = try #require(await store.own["nm-s1-bmi"])
         #expect(abs(bmi.value - 72.4 / (1.8 * 1.8)) < 1e-9)
     }
+
+    @Test func whileLockedTheHeightIsTakenForBMIAndItsSampleWaits() async throws {
+        let store = FakeHealthStore(), next = ForwardedStore()
+        let scans = HealthKitScans(healthStore: store, forwardingTo: next)
+        await store.setLocked(true)
+        await #expect(throws: Injected.self) { try await scans.settingsChanged(JSONText(validating: Self.settings)) }
+        try await scans.apply(try page([("s1", 1, Self.summary)], anchor: 1), saving: nil)  // saves work while locked
+        #expect(await store.own["nm-s1-bmi"] != nil)
+        #expect(await store.samples.filter { $0.type == .height }.isEmpty)
+        await store.setLocked(false)
+        try await scans.settingsChanged(JSONText(validating: Self.settings))
+        #expect(await store.samples.filter { $0.type == .height }.count == 1)
+    }
 }
