@@ -201,9 +201,6 @@ let package = Package(
         // make test) and for iOS (make check-ios); ReadmeExampleTests keeps the
         // guide's copy the same.
         .target(name: "MockCloudReadmeExample", dependencies: ["MockCloudClient"], path: "Tests/ReadmeExample"),
-        // The HealthKit guide's integration (docs/HEALTHKIT.md), compiled the
-        // same way; HealthExampleTests keeps the guide's copy the same.
-        .target(name: "MockCloudHealthExample", dependencies: ["MockCloudClient", "MockCloudHealth"], path: "Tests/HealthExample"),
 
         // What several test targets share: the one temporary-directory
         // helper, stdin from a pipe, JSON as text, signing keys.
@@ -256,17 +253,23 @@ let package = Package(
                 "MockCloudTestSupport", "MockCloudReadmeExample",
             ]
         ),
+        // The built programs run as processes: environment + stdin in, CGI out.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["user-settings", "inbox", "mockcloud-admin", "MockCloudTestSupport", "MockCloudHTTPTestSupport"]
+        ),
+
+        // MockCloudHealth's: the HealthKit guide's integration
+        // (docs/HEALTHKIT.md), compiled here and for iOS like the sync
+        // guide's, and the tests of its portable core, against a fake
+        // health store (HealthExampleTests keeps the guide's copy the same).
+        .target(name: "MockCloudHealthExample", dependencies: ["MockCloudClient", "MockCloudHealth"], path: "Tests/HealthExample"),
         .testTarget(
             name: "MockCloudHealthTests",
             dependencies: [
                 "MockCloudHealth", "MockCloudClient", "MockCloudJSON", "MockCloudWire", "MockCloudTestSupport",
                 "MockCloudHealthExample",
             ]
-        ),
-        // The built programs run as processes: environment + stdin in, CGI out.
-        .testTarget(
-            name: "EndToEndTests",
-            dependencies: ["user-settings", "inbox", "mockcloud-admin", "MockCloudTestSupport", "MockCloudHTTPTestSupport"]
         ),
     ]
 )

@@ -11,9 +11,9 @@ import COpenSSL
 /// Foundation for files on every platform (its POSIX calls come from Darwin
 /// or Glibc through Foundation); SHA-256 from CryptoKit on Apple platforms,
 /// libcrypto's one-shot call elsewhere.
-package enum Platform {
+enum Platform {
     /// The file's bytes; nil when there is no file at `path`.
-    package static func read(_ path: String) throws -> [UInt8]? {
+    static func read(_ path: String) throws -> [UInt8]? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
             return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -25,7 +25,7 @@ package enum Platform {
     /// Replaces `path` atomically and durably: a temporary file beside it,
     /// written and fsynced, renamed over it, the folder fsynced. A crash
     /// leaves the old file or the new one.
-    package static func replace(_ path: String, with bytes: [UInt8]) throws {
+    static func replace(_ path: String, with bytes: [UInt8]) throws {
         let folder = (path as NSString).deletingLastPathComponent
         let temporary = (folder.isEmpty ? "." : folder) + "/.\((path as NSString).lastPathComponent).\(UUID().uuidString)"
         guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600]),

@@ -16,7 +16,7 @@ struct ImportAnchors: Sendable {
 
     /// The type's anchor; nil before its first import.
     func load(_ type: HealthType) throws -> [UInt8]? {
-        try Platform.read(path(type))
+        try DurableFile.read(path(type))
     }
 
     /// Replaces the type's anchor, durably.
@@ -30,6 +30,6 @@ struct ImportAnchors: Sendable {
                 throw ClientError.local("cannot create \(directory): \(error.localizedDescription)")
             }
         }
-        try Platform.replace(path(type), with: anchor)
+        try DurableFile.replace(path(type), with: anchor)
     }
 }
