@@ -455,34 +455,50 @@ public actor SyncEngine {
         return (queue.uploadsInOrder, seen)
     }
 
-    /// The uploading side of `run()`: rounds while anything is queued, a
-    /// wait for work when nothing is, a backoff while the box is away,
-    /// a longer one for what it deferred.
+    /// The uploading side of `run()` (`sending`).
     private nonisolated func sendUploads() async throws {
+        try await sending(
+            .uploads, woken: work, settings: false, queued: { await self.queuedUploads() },
+            send: { uploads in
+                try await self.send(uploads).map { deferred in { .deferred(deferred.ids, error: deferred.error, retryIn: $0) } }
+            },
+            deferred: { uploads, error, delay in .deferred(uploads.map(\.item.id), error: error, retryIn: delay) })
+    }
+
+    /// One sending loop (the uploads, the settings edits), on its own:
+    /// what is queued, sent while there is any; a wait on `woken` when
+    /// nothing is; its own backoff while the box is away, and a longer one
+    /// (up to 10 minutes) for what the box deferred, which `woken` (a new
+    /// change, `syncNow()`, the network's return) cuts short. `send`
+    /// returns the event for what the box deferred of a batch it answered.
+    private nonisolated func sending<Batch: Collection>(
+        _ loop: IdleWatch.Loop, woken: Wakeup, settings: Bool, queued: () async -> (Batch, UInt64),
+        send: (Batch) async throws -> ((Duration) -> Event)?, deferred: (Batch, ClientError, Duration) -> Event
+    ) async throws {
         var away = Backoff(client.configuration.retry)
         var deferral = Backoff.deferral(client.configuration.retry)
         while true {
             try await network.waitOpen()
-            let (uploads, seen) = await queuedUploads()
-            if uploads.isEmpty {
-                idle.set(.uploads, true)
-                await work.wait(after: seen)
+            let (batch, seen) = await queued()
+            if batch.isEmpty {
+                idle.set(loop, true)
+                await woken.wait(after: seen)
                 try Task.checkCancellation()
                 continue
             }
-            idle.set(.uploads, false)
+            idle.set(loop, false)
             let delay: Duration
             do {
-                guard let deferred = try await send(uploads) else {
+                guard let partly = try await send(batch) else {
                     away.succeeded()
                     deferral.succeeded()
                     continue
                 }
                 away.succeeded()
                 delay = deferral.failed()
-                emitter.yield(.deferred(deferred.ids, error: deferred.error, retryIn: delay))
+                emitter.yield(partly(delay))
             } catch let error as ClientError {
-                switch Self.failure(error, settings: false) {
+                switch Self.failure(error, settings: settings) {
                 case .fatal: throw error
                 case .away:
                     guard network.isOpen else { continue }
@@ -491,12 +507,13 @@ public actor SyncEngine {
                     try await client.pause(delay)
                     continue
                 case .deferral:
+                    away.succeeded()
                     delay = deferral.failed()
-                    emitter.yield(.deferred(uploads.map(\.item.id), error: error, retryIn: delay))
+                    emitter.yield(deferred(batch, error, delay))
                 }
             }
-            idle.set(.uploads, true)
-            try await work.sleep(for: delay) { try await self.client.pause($0) }
+            idle.set(loop, true)
+            try await woken.sleep(for: delay) { try await self.client.pause($0) }
         }
     }
 
@@ -574,45 +591,18 @@ public actor SyncEngine {
         return (byTime.keys.sorted().map { at in (at: at, members: byTime[at]!.map { (name: $0.key, edit: $0.value) }) }, seen)
     }
 
-    /// The settings side of `run()`, as `sendUploads` and on its own: a
-    /// settings document the box cannot merge holds up no upload.
+    /// The settings side of `run()` (`sending`): a settings document the
+    /// box cannot merge holds up no upload.
     private nonisolated func sendEdits() async throws {
-        var away = Backoff(client.configuration.retry)
-        var deferral = Backoff.deferral(client.configuration.retry)
-        while true {
-            try await network.waitOpen()
-            let (groups, seen) = await queuedEdits()
-            if groups.isEmpty {
-                idle.set(.edits, true)
-                await edited.wait(after: seen)
-                try Task.checkCancellation()
-                continue
-            }
-            idle.set(.edits, false)
-            let delay: Duration
-            do {
-                for group in groups { try await send(group) }
-                away.succeeded()
-                deferral.succeeded()
-                continue
-            } catch let error as ClientError {
-                switch Self.failure(error, settings: true) {
-                case .fatal: throw error
-                case .away:
-                    guard network.isOpen else { continue }
-                    let delay = away.failed()
-                    await lost(error, retryIn: delay)
-                    try await client.pause(delay)
-                    continue
-                case .deferral:
-                    away.succeeded()
-                    delay = deferral.failed()
-                    emitter.yield(.deferred(settings: groups.flatMap { $0.members.map(\.name) }, error: error, retryIn: delay))
-                }
-            }
-            idle.set(.edits, true)
-            try await edited.sleep(for: delay) { try await self.client.pause($0) }
-        }
+        try await sending(
+            .edits, woken: edited, settings: true, queued: { await self.queuedEdits() },
+            send: { groups in
+                for group in groups { try await self.send(group) }
+                return nil
+            },
+            deferred: { groups, error, delay in
+                .deferred(settings: groups.flatMap { $0.members.map(\.name) }, error: error, retryIn: delay)
+            })
     }
 
     /// Sends one group of edits as a per-field merge and records the answer.
