@@ -16,7 +16,8 @@ import MockCloudWire
 //   run                   run() in a task; when it ends {"run": "cancelled" | "failed", "error"}
 //   stop                  that task cancelled and awaited
 //   sync                  syncNow()                          {"ack": "sync"}
-//   pending               {"pending": {"uploads", "settings"}}
+//   pending               {"pending": {"uploads", "settings", "refused": [ids of refusals not taken]}}
+//   take                  acknowledgeRefusals(every refusal pending)   {"taken": count}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
 //   network on|off        networkChanged(available:)        {"ack": "network", "available"}
 //   idle SECONDS          syncUntilIdle(within:)  {"idle": {"uploads", "settings"}, "took"} or {"idle": "failed", "error"}
@@ -175,7 +176,14 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
                 await engine.syncNow()
                 out.line(#"{"ack": "sync"}"#)
             case ("pending", 1):
-                out.line(#"{"pending": \#(counts(await engine.pending))}"#)
+                let pending = await engine.pending
+            let refused = pending.refusals.map { quoted($0.item.id.rawValue) } + pending.settingsRefusals.map { _ in quoted("settings") }
+            out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count), "refused": [\#(refused.joined(separator: ", "))]}}"#)
+        case ("take", 1):
+            let pending = await engine.pending
+            let numbers = pending.refusals.map(\.number) + pending.settingsRefusals.map(\.number)
+            try await engine.acknowledgeRefusals(numbers)
+            out.line(#"{"taken": \#(numbers.count)}"#)
             case ("second", 1):
                 do {
                     _ = try SyncEngine(client: client, stateDirectory: state, store: store)

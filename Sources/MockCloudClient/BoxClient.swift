@@ -63,6 +63,14 @@ public struct ClientConfiguration: Sendable {
 
     /// `wait` as the `?wait=` query parameter's whole seconds.
     var waitSeconds: Int { Int(wait.components.seconds) }
+
+    /// Sleeps `duration` on `clock`; throws `CancellationError` when the task is cancelled.
+    package func sleep(for duration: Duration) async throws { try await Self.sleep(clock, for: duration) }
+
+    /// `clock`, opened (`Clock.sleep(for:)` is missing from iOS 16's standard library).
+    private static func sleep<C: Clock>(_ clock: C, for duration: Duration) async throws where C.Duration == Duration {
+        try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
+    }
 }
 
 /// The sync client for one user key on one box: uploads in bulk, the change
@@ -176,7 +184,7 @@ public struct BoxClient: Sendable {
     /// (`CancellationError`, whatever the sleep threw).
     func pause(_ duration: Duration) async throws {
         do {
-            try await configuration.clock.sleep(for: duration)
+            try await configuration.sleep(for: duration)
         } catch {
             throw CancellationError()
         }

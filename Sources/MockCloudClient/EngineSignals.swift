@@ -181,7 +181,7 @@ struct EngineClock<Base: Clock>: Clock where Base.Duration == Duration {
 
     func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let base = base
-        try await nudge.sleep(for: base.now.duration(to: deadline)) { try await base.sleep(for: $0) }
+        try await nudge.sleep(for: base.now.duration(to: deadline)) { try await base.sleep(until: base.now.advanced(by: $0), tolerance: nil) }
         try await network.waitOpen()
     }
 

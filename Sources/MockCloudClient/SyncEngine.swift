@@ -131,16 +131,14 @@ public actor SyncEngine {
     public func enqueue(_ items: [UploadItem]) throws {
         try checkOpen()
         var admitted: [SyncQueue.Upload] = []
-        var refusals: [Refusal] = []
+        var refusals: [(UploadItem, String)] = []
         var queued: [MessageID: UploadItem] = [:]
         var number = queue.lastNumber
         for item in items {
             let held = queued[item.id] ?? queue.uploads[item.id]?.item
             guard SyncQueue.replaces(item, held) else {
                 if case .put(let version, _) = item.change, case .put(let newer, _)? = held?.change {
-                    refusals.append(Refusal(
-                        item: item, status: 409,
-                        reason: "version \(version) is older than version \(newer) of \(item.id), queued and not yet sent"))
+                    refusals.append((item, "version \(version) is older than version \(newer) of \(item.id), queued and not yet sent"))
                 }
                 continue
             }
@@ -148,11 +146,13 @@ public actor SyncEngine {
             admitted.append(SyncQueue.Upload(number: number, item: item))
             queued[item.id] = item
         }
-        if !admitted.isEmpty {
-            try record(.enqueue(admitted))
-            work.fire()
+        let refused = refusals.map { item, reason in
+            number += 1
+            return SyncQueue.Refused(number: number, change: .upload(item), status: 409, reason: reason)
         }
-        if !refusals.isEmpty { emitter.yield(.refused(refusals)) }
+        try record((admitted.isEmpty ? [] : [.enqueue(admitted)]) + (refused.isEmpty ? [] : [.refused(refused)]))
+        if !admitted.isEmpty { work.fire() }
+        if !refused.isEmpty { emitter.yield(.refused(refused.compactMap(Refusal.init))) }
     }
 
     /// Queues an edit of the settings' top-level `members`, each with its
@@ -175,22 +175,50 @@ public actor SyncEngine {
         guard Timestamp.supported.contains(at) else {
             throw ClientError.invalidArgument("the edit time \(editedAt) is outside years 1 to 9999")
         }
-        let older = object.members.filter { (queue.edits[$0.key]?.at ?? .min) > at }.map(\.key)
-        let taken = object.members.filter { !older.contains($0.key) }
+        let olderNames = Set(object.members.filter { (queue.edits[$0.key]?.at ?? .min) > at }.map(\.key))
+        let older = object.members.filter { olderNames.contains($0.key) }
+        let taken = object.members.filter { !olderNames.contains($0.key) }
+        var records: [SyncRecord] = []
+        var number = queue.lastNumber
         if !taken.isEmpty {
-            try record(.edit(number: queue.lastNumber + 1, at: at, members: taken))
-            edited.fire()
+            number += 1
+            records.append(.edit(number: number, at: at, members: taken))
         }
+        var refusal: SyncQueue.Refused?
         if !older.isEmpty {
-            let times = older.map { "\($0) at \(Timestamp.format(queue.edits[$0]!.at))" }.joined(separator: ", ")
-            emitter.yield(.settingsRefused(older, error: .refused(
-                status: 409, error: "an edit made at \(Timestamp.format(at)) is older than the one queued and not yet sent: \(times)")))
+            let times = older.map { "\($0.key) at \(Timestamp.format(queue.edits[$0.key]!.at))" }.joined(separator: ", ")
+            let reason = "an edit made at \(Timestamp.format(at)) is older than the one queued and not yet sent: \(times)"
+            refusal = SyncQueue.Refused(number: number + 1, change: .edit(at: at, members: older), status: 409, reason: reason)
+            records.append(.refused([refusal!]))
+        }
+        try record(records)
+        if !taken.isEmpty { edited.fire() }
+        if let refusal {
+            emitter.yield(.settingsRefused(older.map(\.key), error: .refused(status: 409, error: refusal.reason)))
         }
     }
 
-    /// What the box has not acknowledged yet.
+    /// What the box has not acknowledged yet, and the refusals the app has
+    /// not taken yet (`acknowledgeRefusals`).
     public var pending: Pending {
-        Pending(uploads: queue.uploadsInOrder.map(\.item), settingsMembers: queue.edits.mapValues { BoxClient.date($0.at) })
+        let refused = queue.refused.values.sorted { $0.number < $1.number }
+        return Pending(
+            uploads: queue.uploadsInOrder.map(\.item), settingsMembers: queue.edits.mapValues { BoxClient.date($0.at) },
+            refusals: refused.compactMap(Refusal.init), settingsRefusals: refused.compactMap(SettingsRefusal.init))
+    }
+
+    /// The app has taken these refusals (`Refusal.number`,
+    /// `SettingsRefusal.number`: it showed them, or recorded them in its
+    /// own store): they leave the state. Until then a refusal stays in
+    /// `pending`, across restarts, so that an app killed before it read
+    /// `events` still learns of it. Unknown numbers are ignored. Throws
+    /// `local` when the state cannot be written (nothing then changed).
+    public func acknowledgeRefusals(_ numbers: [Int64]) throws {
+        try checkOpen()
+        let known = numbers.filter { queue.refused[$0] != nil }
+        guard !known.isEmpty else { return }
+        try record([.taken(known)])
+        compact()
     }
 
     /// The settings an app should show: the box's (as this engine last read
@@ -373,8 +401,15 @@ public actor SyncEngine {
 
     /// Writes `record` to the journal and, once it is on disk, applies it.
     private func record(_ record: SyncRecord) throws {
-        try journal.append([record])
-        queue.apply(record)
+        try self.record([record])
+    }
+
+    /// Writes `records` to the journal in one write (all or none of them
+    /// durable) and, once they are on disk, applies them.
+    private func record(_ records: [SyncRecord]) throws {
+        guard !records.isEmpty else { return }
+        try journal.append(records)
+        for record in records { queue.apply(record) }
     }
 
     /// After a record that shortened the queue: the journal rewritten when
@@ -420,34 +455,50 @@ public actor SyncEngine {
         return (queue.uploadsInOrder, seen)
     }
 
-    /// The uploading side of `run()`: rounds while anything is queued, a
-    /// wait for work when nothing is, a backoff while the box is away,
-    /// a longer one for what it deferred.
+    /// The uploading side of `run()` (`sending`).
     private nonisolated func sendUploads() async throws {
+        try await sending(
+            .uploads, woken: work, settings: false, queued: { await self.queuedUploads() },
+            send: { uploads in
+                try await self.send(uploads).map { deferred in { .deferred(deferred.ids, error: deferred.error, retryIn: $0) } }
+            },
+            deferred: { uploads, error, delay in .deferred(uploads.map(\.item.id), error: error, retryIn: delay) })
+    }
+
+    /// One sending loop (the uploads, the settings edits), on its own:
+    /// what is queued, sent while there is any; a wait on `woken` when
+    /// nothing is; its own backoff while the box is away, and a longer one
+    /// (up to 10 minutes) for what the box deferred, which `woken` (a new
+    /// change, `syncNow()`, the network's return) cuts short. `send`
+    /// returns the event for what the box deferred of a batch it answered.
+    private nonisolated func sending<Batch: Collection>(
+        _ loop: IdleWatch.Loop, woken: Wakeup, settings: Bool, queued: () async -> (Batch, UInt64),
+        send: (Batch) async throws -> ((Duration) -> Event)?, deferred: (Batch, ClientError, Duration) -> Event
+    ) async throws {
         var away = Backoff(client.configuration.retry)
         var deferral = Backoff.deferral(client.configuration.retry)
         while true {
             try await network.waitOpen()
-            let (uploads, seen) = await queuedUploads()
-            if uploads.isEmpty {
-                idle.set(.uploads, true)
-                await work.wait(after: seen)
+            let (batch, seen) = await queued()
+            if batch.isEmpty {
+                idle.set(loop, true)
+                await woken.wait(after: seen)
                 try Task.checkCancellation()
                 continue
             }
-            idle.set(.uploads, false)
+            idle.set(loop, false)
             let delay: Duration
             do {
-                guard let deferred = try await send(uploads) else {
+                guard let partly = try await send(batch) else {
                     away.succeeded()
                     deferral.succeeded()
                     continue
                 }
                 away.succeeded()
                 delay = deferral.failed()
-                emitter.yield(.deferred(deferred.ids, error: deferred.error, retryIn: delay))
+                emitter.yield(partly(delay))
             } catch let error as ClientError {
-                switch Self.failure(error, settings: false) {
+                switch Self.failure(error, settings: settings) {
                 case .fatal: throw error
                 case .away:
                     guard network.isOpen else { continue }
@@ -456,12 +507,13 @@ public actor SyncEngine {
                     try await client.pause(delay)
                     continue
                 case .deferral:
+                    away.succeeded()
                     delay = deferral.failed()
-                    emitter.yield(.deferred(uploads.map(\.item.id), error: error, retryIn: delay))
+                    emitter.yield(deferred(batch, error, delay))
                 }
             }
-            idle.set(.uploads, true)
-            try await work.sleep(for: delay) { try await self.client.pause($0) }
+            idle.set(loop, true)
+            try await woken.sleep(for: delay) { try await self.client.pause($0) }
         }
     }
 
@@ -500,22 +552,27 @@ public actor SyncEngine {
         var done: [Int64] = []
         var stored: [MessageID] = []
         var refusals: [Refusal] = []
+        var number = queue.lastNumber
         for (upload, outcome) in zip(uploads, outcomes) {
             switch outcome {
             case .stored, .deleted:
                 stored.append(upload.item.id)
             case .conflict(let current):
+                number += 1
                 refusals.append(Refusal(
                     item: upload.item, status: 409,
-                    reason: "the box holds version \(current.version) of \(upload.item.id), newer than this one", current: current))
+                    reason: "the box holds version \(current.version) of \(upload.item.id), newer than this one", current: current,
+                    number: number))
             case .rejected(let status, let error):
                 guard Self.refuses(status) else { continue }
-                refusals.append(Refusal(item: upload.item, status: status, reason: error))
+                number += 1
+                refusals.append(Refusal(item: upload.item, status: status, reason: error, number: number))
             }
             done.append(upload.number)
         }
         guard !done.isEmpty else { return }
-        try record(.done(done))
+        let refused = refusals.map { SyncQueue.Refused(number: $0.number, change: .upload($0.item), status: $0.status, reason: $0.reason) }
+        try record([.done(done)] + (refused.isEmpty ? [] : [.refused(refused)]))
         if !stored.isEmpty { emitter.yield(.uploaded(stored)) }
         if !refusals.isEmpty { emitter.yield(.refused(refusals)) }
         compact()
@@ -534,45 +591,18 @@ public actor SyncEngine {
         return (byTime.keys.sorted().map { at in (at: at, members: byTime[at]!.map { (name: $0.key, edit: $0.value) }) }, seen)
     }
 
-    /// The settings side of `run()`, as `sendUploads` and on its own: a
-    /// settings document the box cannot merge holds up no upload.
+    /// The settings side of `run()` (`sending`): a settings document the
+    /// box cannot merge holds up no upload.
     private nonisolated func sendEdits() async throws {
-        var away = Backoff(client.configuration.retry)
-        var deferral = Backoff.deferral(client.configuration.retry)
-        while true {
-            try await network.waitOpen()
-            let (groups, seen) = await queuedEdits()
-            if groups.isEmpty {
-                idle.set(.edits, true)
-                await edited.wait(after: seen)
-                try Task.checkCancellation()
-                continue
-            }
-            idle.set(.edits, false)
-            let delay: Duration
-            do {
-                for group in groups { try await send(group) }
-                away.succeeded()
-                deferral.succeeded()
-                continue
-            } catch let error as ClientError {
-                switch Self.failure(error, settings: true) {
-                case .fatal: throw error
-                case .away:
-                    guard network.isOpen else { continue }
-                    let delay = away.failed()
-                    await lost(error, retryIn: delay)
-                    try await client.pause(delay)
-                    continue
-                case .deferral:
-                    away.succeeded()
-                    delay = deferral.failed()
-                    emitter.yield(.deferred(settings: groups.flatMap { $0.members.map(\.name) }, error: error, retryIn: delay))
-                }
-            }
-            idle.set(.edits, true)
-            try await edited.sleep(for: delay) { try await self.client.pause($0) }
-        }
+        try await sending(
+            .edits, woken: edited, settings: true, queued: { await self.queuedEdits() },
+            send: { groups in
+                for group in groups { try await self.send(group) }
+                return nil
+            },
+            deferred: { groups, error, delay in
+                .deferred(settings: groups.flatMap { $0.members.map(\.name) }, error: error, retryIn: delay)
+            })
     }
 
     /// Sends one group of edits as a per-field merge and records the answer.
@@ -584,14 +614,24 @@ public actor SyncEngine {
             let merge = try await client.patchSettings(fields: fields, editedAt: BoxClient.date(group.at))
             try await settled(numbers, .settingsMerged(names, settings: merge.settings, kept: merge.kept), settings: merge.settings)
         } catch let error as ClientError where error.code == .refused && [400, 409, 413].contains(error.status ?? 0) {
-            try await settled(numbers, .settingsRefused(names, error: error), settings: nil)
+            let members = group.members.map { JSONMember($0.name, $0.edit.value) }
+            try await settled(numbers, .settingsRefused(names, error: error), settings: nil, refused: (group.at, members, error))
         }
     }
 
-    /// Records that the settings edits `numbers` left the queue, then `event`.
-    private func settled(_ numbers: [String: Int64], _ event: Event, settings: BoxSettings?) throws {
+    /// Records that the settings edits `numbers` left the queue (and the
+    /// refusal to keep, when the box refused them), then `event`.
+    private func settled(
+        _ numbers: [String: Int64], _ event: Event, settings: BoxSettings?,
+        refused: (at: Timestamp.Micros, members: [JSONMember], error: ClientError)? = nil
+    ) throws {
         reached()
-        try record(.editsDone(numbers))
+        let refusal = refused.map {
+            SyncQueue.Refused(
+                number: queue.lastNumber + 1, change: .edit(at: $0.at, members: $0.members), status: $0.error.status ?? 0,
+                reason: $0.error.detail)
+        }
+        try record([.editsDone(numbers)] + (refusal.map { [.refused([$0])] } ?? []))
         if let settings { boxSettings = .some(settings) }
         emitter.yield(event)
         compact()

@@ -1,4 +1,5 @@
 import Foundation
+import MockCloudJSON
 import MockCloudWire
 
 extension SyncEngine {
@@ -98,17 +99,63 @@ extension SyncEngine {
         public let status: Int
         /// The box's sentence, or the engine's.
         public let reason: String
-        /// 409: what the box holds (nil when it was refused before sending).
+        /// 409: what the box holds (nil when it was refused before sending,
+        /// and in a refusal read back from the state after a restart).
         public let current: Envelope?
+        /// Its number in the engine's state: pass it to
+        /// `acknowledgeRefusals` once the app has taken it (0: a refusal
+        /// the app made itself).
+        public let number: Int64
 
         public init(item: UploadItem, status: Int, reason: String, current: Envelope? = nil) {
+            self.init(item: item, status: status, reason: reason, current: current, number: 0)
+        }
+
+        init(item: UploadItem, status: Int, reason: String, current: Envelope? = nil, number: Int64) {
             self.item = item
             self.status = status
             self.reason = reason
             self.current = current
+            self.number = number
+        }
+
+        /// A kept upload refusal, as the app sees it; nil for a settings edit's.
+        init?(_ refused: SyncQueue.Refused) {
+            guard case .upload(let item) = refused.change else { return nil }
+            self.init(item: item, status: refused.status, reason: refused.reason, number: refused.number)
         }
 
         public var description: String { "\(item.id) (\(status)): \(reason)" }
+    }
+
+    /// A settings edit the box refused (400, 409, 413), or that was older
+    /// than the one queued for its members (409): kept until the app takes
+    /// it (`acknowledgeRefusals`).
+    public struct SettingsRefusal: Sendable, Equatable, CustomStringConvertible {
+        /// Its number in the engine's state, for `acknowledgeRefusals`.
+        public let number: Int64
+        /// The members edited, with the values handed to `editSettings` (`null`: deleted).
+        public let edit: JSONText
+        /// When they were edited.
+        public let editedAt: Date
+        /// The box's status, or 409 for an edit older than the one queued.
+        public let status: Int
+        /// The box's sentence, or the engine's.
+        public let reason: String
+
+        /// The names of the members edited.
+        public var members: [String] { edit.value.objectValue?.members.map(\.key) ?? [] }
+
+        init?(_ refused: SyncQueue.Refused) {
+            guard case .edit(let at, let members) = refused.change else { return nil }
+            number = refused.number
+            edit = JSONText(.object(JSONObject(members)))
+            editedAt = BoxClient.date(at)
+            status = refused.status
+            reason = refused.reason
+        }
+
+        public var description: String { "settings edit of \(members.joined(separator: ", ")) (\(status)): \(reason)" }
     }
 
     /// What the box has not acknowledged yet.
@@ -119,7 +166,13 @@ extension SyncEngine {
         /// The settings members edited and not yet acknowledged, each with
         /// the time of its edit.
         public let settingsMembers: [String: Date]
+        /// Uploads refused for good that the app has not taken yet
+        /// (`acknowledgeRefusals`), oldest first.
+        public let refusals: [Refusal]
+        /// Settings edits refused for good that the app has not taken yet.
+        public let settingsRefusals: [SettingsRefusal]
 
+        /// Nothing left to send (refusals not taken may remain).
         public var isEmpty: Bool { uploads.isEmpty && settingsMembers.isEmpty }
     }
 }

@@ -22,8 +22,23 @@ struct SyncQueue: Equatable {
         var value: JSONValue
     }
 
+    /// An outcome that left the queue for good (a refused upload or settings
+    /// edit), kept until the app says it has taken it (`SyncEngine.acknowledgeRefusals`).
+    struct Refused: Equatable, Sendable {
+        enum Change: Equatable, Sendable {
+            case upload(UploadItem)
+            case edit(at: Timestamp.Micros, members: [JSONMember])
+        }
+        var number: Int64
+        var change: Change
+        var status: Int
+        var reason: String
+    }
+
     private(set) var uploads: [MessageID: Upload] = [:]
     private(set) var edits: [String: Edit] = [:]
+    /// Refusals the app has not taken yet, by number.
+    private(set) var refused: [Int64: Refused] = [:]
     /// The highest number handed out; the next one is one more.
     private(set) var lastNumber: Int64 = 0
     /// Upload numbers to their ids, for `done` records.
@@ -58,6 +73,13 @@ struct SyncQueue: Equatable {
             for (name, number) in members where edits[name]?.number == number {
                 edits[name] = nil
             }
+        case .refused(let refusals):
+            for refusal in refusals {
+                lastNumber = max(lastNumber, refusal.number)
+                refused[refusal.number] = refusal
+            }
+        case .taken(let numbers):
+            for number in numbers { refused[number] = nil }
         }
     }
 
@@ -81,6 +103,7 @@ struct SyncQueue: Equatable {
             let members = byEdit[number]!.sorted { $0.key < $1.key }
             records.append(.edit(number: number, at: members[0].value.at, members: members.map { JSONMember($0.key, $0.value.value) }))
         }
+        if !refused.isEmpty { records.append(.refused(refused.values.sorted { $0.number < $1.number })) }
         return records
     }
 }
@@ -100,6 +123,10 @@ enum SyncRecord: Equatable {
     case done([Int64])
     /// Settings edits that left the queue, member to edit number.
     case editsDone([String: Int64])
+    /// Refusals to keep until the app takes them, each with a number of its own.
+    case refused([SyncQueue.Refused])
+    /// Refusals the app has taken.
+    case taken([Int64])
 
     static let format = "mockcloud-sync-state 1"
 
@@ -130,7 +157,37 @@ enum SyncRecord: Equatable {
         case .editsDone(let members):
             let done = members.sorted { $0.key < $1.key }.map { JSONMember($0.key, .number(String($0.value))) }
             return JSONPrinter.compact(.object(JSONObject([JSONMember("editsDone", .object(JSONObject(done)))])))
+        case .refused(let refusals):
+            let list = refusals.map { refusal -> JSONValue in
+                var members = [JSONMember("n", .number(String(refusal.number))), JSONMember("status", .number(String(refusal.status))),
+                               JSONMember("reason", .string(refusal.reason))]
+                switch refusal.change {
+                case .upload(let item):
+                    var fields = [JSONMember("id", .string(item.id.rawValue))]
+                    switch item.change {
+                    case .put(let version, let body): fields += [JSONMember("version", .number(String(version))), JSONMember("body", body.value)]
+                    case .delete: fields.append(JSONMember("deleted", .bool(true)))
+                    }
+                    members.append(JSONMember("upload", .object(JSONObject(fields))))
+                case .edit(let at, let edited):
+                    members.append(JSONMember("edit", .object(JSONObject([
+                        JSONMember("at", .string(Timestamp.format(at))), JSONMember("members", .object(JSONObject(edited))),
+                    ]))))
+                }
+                return .object(JSONObject(members))
+            }
+            return JSONPrinter.compact(.object(JSONObject([JSONMember("refused", .array(list))])))
+        case .taken(let numbers):
+            return JSONPrinter.compact(.object(JSONObject([JSONMember("taken", .array(numbers.map { .number(String($0)) }))])))
         }
+    }
+
+    /// An upload as the bulk request's item (`id`, then `version` and `body`, or `deleted`).
+    private static func upload(_ item: JSONObject) -> UploadItem? {
+        guard let id = item["id"]?.stringValue.flatMap(MessageID.init) else { return nil }
+        if item["deleted"] == .bool(true) { return .delete(id) }
+        guard let version = item["version"]?.int64Value, case .object(let body)? = item["body"] else { return nil }
+        return .put(id, version: version, body: JSONText(.object(body)))
     }
 
     /// The record a JSON object holds; nil when it is none this version writes.
@@ -145,19 +202,35 @@ enum SyncRecord: Equatable {
         case ("enqueue", .array(let items)) where object.count == 1:
             var uploads: [SyncQueue.Upload] = []
             for case .object(let item) in items {
-                guard let number = item["n"]?.int64Value, let id = item["id"]?.stringValue.flatMap(MessageID.init)
-                else { return nil }
-                if item["deleted"] == .bool(true) {
-                    uploads.append(.init(number: number, item: .delete(id)))
-                } else {
-                    guard let version = item["version"]?.int64Value, case .object(let body)? = item["body"] else {
-                        return nil
-                    }
-                    uploads.append(.init(number: number, item: .put(id, version: version, body: JSONText(.object(body)))))
-                }
+                guard let number = item["n"]?.int64Value, let upload = Self.upload(item) else { return nil }
+                uploads.append(.init(number: number, item: upload))
             }
             guard uploads.count == items.count else { return nil }
             self = .enqueue(uploads)
+        case ("refused", .array(let items)) where object.count == 1:
+            var refusals: [SyncQueue.Refused] = []
+            for case .object(let item) in items {
+                guard let number = item["n"]?.int64Value, let status = item["status"]?.int64Value,
+                    let reason = item["reason"]?.stringValue
+                else { return nil }
+                let change: SyncQueue.Refused.Change
+                if case .object(let upload)? = item["upload"], let parsed = Self.upload(upload) {
+                    change = .upload(parsed)
+                } else if case .object(let edit)? = item["edit"], let at = edit["at"]?.stringValue.flatMap(Timestamp.parse),
+                    case .object(let members)? = edit["members"]
+                {
+                    change = .edit(at: at, members: members.members)
+                } else {
+                    return nil
+                }
+                refusals.append(.init(number: number, change: change, status: Int(status), reason: reason))
+            }
+            guard refusals.count == items.count else { return nil }
+            self = .refused(refusals)
+        case ("taken", .array(let numbers)) where object.count == 1:
+            let parsed = numbers.compactMap(\.int64Value)
+            guard parsed.count == numbers.count else { return nil }
+            self = .taken(parsed)
         case ("edit", .object(let edit)) where object.count == 1:
             guard let number = edit["n"]?.int64Value, let at = edit["at"]?.stringValue.flatMap(Timestamp.parse),
                 case .object(let members)? = edit["members"]
@@ -308,6 +381,10 @@ final class SyncJournal {
         for upload in queue.uploads.values {
             if case .put(_, let body) = upload.item.change { bytes += UInt64(body.bytes.count) }
             bytes += 64
+        }
+        for refusal in queue.refused.values {
+            if case .upload(let item) = refusal.change, case .put(_, let body) = item.change { bytes += UInt64(body.bytes.count) }
+            bytes += 256
         }
         return bytes + UInt64(queue.edits.count * 128)
     }

@@ -113,7 +113,7 @@ struct PushWatch {
                 output.error("push --watch: the box does not answer; still watching \(directory), "
                     + "and what is written meanwhile is sent once it answers (trying again every few seconds)")
             }
-            try await client.configuration.clock.sleep(for: pause)
+            try await client.configuration.sleep(for: pause)
             try Task.checkCancellation()
         }
     }

@@ -204,4 +204,43 @@ import Testing
         try await engine.editSettings(body(#"{"heightCm": 180, "goalKg": null, "theme": "dark"}"#), at: t0)
         #expect(try await engine.settingsToShow() == body(#"{"unitSystem": "metric", "heightCm": 180, "theme": "dark"}"#))
     }
+
+    @Test func aRefusalIsKeptAcrossARestartUntilTheAppTakesIt() async throws {
+        let directory = try TemporaryDirectory()
+        let state = URL(fileURLWithPath: directory.path)
+        let box = FakeBox(
+            bulk: { _, _ in
+                FakeServer.json(200, #"{"results": [{"id": "a", "status": 409, "error": "older", "current": \#(envelope("a", version: 7, seq: 3))}, "#
+                    + #"{"id": "b", "status": 400, "error": "invalid body"}]}"#)
+            },
+            merge: { _, _ in FakeServer.json(413, #"{"error": "request body too large"}"#) })
+        let t0 = Date(timeIntervalSince1970: 1_779_098_400)
+        do {
+            let engine = try engine(box, directory)
+            try await engine.enqueue([.put(id("a"), version: 1, body: body("{}")), .put(id("b"), version: 1, body: body("{}"))])
+            try await engine.enqueue([.put(id("a"), version: 0, body: body("{}"))])  // older than the one queued: refused at once
+            try await engine.editSettings(body(#"{"notes": "long"}"#), at: t0)
+            _ = await whileRunning(engine) {
+                await events(of: engine) { seen in
+                    seen.filter { $0.kind == .refused }.count == 2 && seen.contains { $0.kind == .settingsRefused }
+                }
+            }
+            await engine.close()  // the events read, but the refusals never taken
+        }
+        let reopened = try engine(FakeBox(), directory)
+        let pending = await reopened.pending
+        #expect(pending.isEmpty)
+        #expect(pending.refusals.map(\.item) == [.put(id("a"), version: 0, body: body("{}")), .put(id("a"), version: 1, body: body("{}")),
+                                                  .put(id("b"), version: 1, body: body("{}"))])
+        #expect(pending.refusals.map(\.status) == [409, 409, 400] && pending.refusals[2].reason == "invalid body")
+        #expect(pending.settingsRefusals.map(\.members) == [["notes"]] && pending.settingsRefusals[0].status == 413)
+        #expect(pending.settingsRefusals[0].edit == body(#"{"notes": "long"}"#) && pending.settingsRefusals[0].editedAt == t0)
+        try await reopened.acknowledgeRefusals(pending.refusals.prefix(2).map(\.number) + [pending.settingsRefusals[0].number])
+        #expect(await reopened.pending.refusals.map(\.item.id) == [id("b")])
+        await reopened.close()
+        let again = try engine(FakeBox(), directory)
+        let left = await again.pending
+        #expect(left.refusals.map(\.item.id) == [id("b")] && left.settingsRefusals.isEmpty)
+        _ = state
+    }
 }
