@@ -217,6 +217,15 @@ final class SyncJournal {
                 torn = true
                 break
             }
+            guard checksumMatches(bytes[start..<end]) else {
+                // The last record, its line end on disk but not all of it (a hole a power loss
+                // left): a write that never returned, dropped like one cut off.
+                if end + 1 == bytes.count, line > 1 {
+                    torn = true
+                    break
+                }
+                throw damaged(path, line: line, offset: start, "its checksum does not match, or it is not a record this version writes")
+            }
             guard let record = record(bytes[start..<end]) else {
                 throw damaged(path, line: line, offset: start, "its checksum does not match, or it is not a record this version writes")
             }
@@ -251,12 +260,16 @@ final class SyncJournal {
 
     deinit { try? handle.close() }
 
+    /// Whether a line is a checksum, a space and the JSON it is the checksum of.
+    private static func checksumMatches(_ line: ArraySlice<UInt8>) -> Bool {
+        line.count > 18 && line[line.startIndex + 16] == UInt8(ascii: " ")
+            && Array(line.prefix(16)) == checksum(Array(line.dropFirst(17)))
+    }
+
     /// A line's record, when its checksum matches and it is one.
     private static func record(_ line: ArraySlice<UInt8>) -> SyncRecord? {
-        guard line.count > 18, line[line.startIndex + 16] == UInt8(ascii: " ") else { return nil }
-        let json = Array(line.dropFirst(17))
-        guard Array(line.prefix(16)) == checksum(json),
-            let object = (try? JSONParser.parse(json, maxDepth: JSONParser.storedDocumentMaxDepth))?.objectValue
+        guard checksumMatches(line),
+            let object = (try? JSONParser.parse(Array(line.dropFirst(17)), maxDepth: JSONParser.storedDocumentMaxDepth))?.objectValue
         else { return nil }
         return SyncRecord(object)
     }

@@ -1,0 +1,78 @@
+import Foundation
+import MockCloudClient
+import Testing
+
+// Foundation and the library only (no Glibc, no system layer): these run
+// wherever the library builds, a Mac included.
+
+/// A box that is never reached: these engines are opened, never run.
+private struct NoBox: HTTPTransport {
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        throw TransportError.connection("no box in this test")
+    }
+}
+
+/// A store that holds nothing.
+private struct NoStore: ChangeApplier {
+    func savedAnchor() async throws -> Anchor? { nil }
+    func apply(_ changes: ChangePage, saving anchor: Anchor?) async throws {}
+}
+
+/// A state directory of its own, removed when the test ends.
+private final class StateFolder {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("journal-tail-\(UUID().uuidString)")
+    var journal: URL { url.appendingPathComponent("journal") }
+
+    func open() throws -> SyncEngine {
+        let client = BoxClient(configuration: ClientConfiguration(userKey: UserKey("u1")!), transport: NoBox())
+        return try SyncEngine(client: client, stateDirectory: url, store: NoStore())
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+private func item(_ id: String, _ version: Int64, _ body: String) -> UploadItem {
+    .put(MessageID(id)!, version: version, body: try! JSONText(validating: body))
+}
+
+@Suite struct SyncJournalTailTests {
+    /// A power loss during the last `enqueue` (which never returned) leaves
+    /// its record cut short, or whole up to its line end but with a hole of
+    /// zeros where a page never reached the disk. Either way the record was
+    /// never committed: the engine opens with every change before it.
+    @Test func aLastRecordCutOrHoledAnywhereIsDroppedAndEveryCommittedChangeKept() async throws {
+        let folder = StateFolder()
+        let committed: SyncEngine.Pending
+        do {
+            let engine = try folder.open()
+            try await engine.enqueue([item("a", 1, #"{"kg": 70.1}"#), item("b", 2, #"{"kg": 70.2}"#)])
+            try await engine.editSettings(try JSONText(validating: #"{"unitSystem": "imperial"}"#), at: Date(timeIntervalSince1970: 1_779_098_460))
+            try await engine.enqueue([.delete(MessageID("b")!)])
+            committed = await engine.pending
+            try await engine.enqueue([item("c", 3, #"{"note": "the record a power loss cuts"}"#), item("a", 4, #"{"kg": 70.4}"#)])
+        }
+        let whole = try [UInt8](Data(contentsOf: folder.journal))
+        let ends = whole.indices.filter { whole[$0] == UInt8(ascii: "\n") }
+        let before = Array(whole[...ends[ends.count - 2]]), last = Array(whole[(ends[ends.count - 2] + 1)...])
+        #expect(last.last == UInt8(ascii: "\n") && committed.uploads.count == 2)
+
+        var damaged: [(String, [UInt8])] = []
+        for cut in 0..<last.count { damaged.append(("cut after \(cut) bytes", Array(last[..<cut]))) }
+        for start in 0..<(last.count - 1) {
+            var holed = last
+            for k in start..<(last.count - 1) { holed[k] = 0 }
+            damaged.append(("a hole from byte \(start) to the line end", holed))
+            var page = last
+            page[start] = 0
+            damaged.append(("a zero at byte \(start)", page))
+        }
+        for (what, tail) in damaged {
+            try Data(before + tail).write(to: folder.journal)
+            let engine = try folder.open()
+            let pending = await engine.pending
+            #expect(pending == committed, "\(what)")
+            let rewritten = try [UInt8](Data(contentsOf: folder.journal))
+            #expect(rewritten.last == UInt8(ascii: "\n") && !rewritten.contains(0), "\(what): the journal is rewritten without it")
+        }
+    }
+}
