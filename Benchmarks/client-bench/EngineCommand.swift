@@ -17,6 +17,7 @@ import MockCloudWire
 //   stop                  that task cancelled and awaited
 //   sync                  syncNow()                          {"ack": "sync"}
 //   pending               {"pending": {"uploads", "settings"}}
+//   count                 {"count": pendingCount}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
 // Each event is a line {"event": kind, "t": wall-clock seconds, ...}. EOF
 // ends it (the run cancelled first). Output lines are written whole, one
@@ -160,8 +161,10 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
             await engine.syncNow()
             out.line(#"{"ack": "sync"}"#)
         case ("pending", 1):
-            let pending = await engine.pending
+            let pending = try await engine.pending
             out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count)}}"#)
+        case ("count", 1):
+            out.line(#"{"count": \#(await engine.pendingCount)}"#)
         case ("second", 1):
             do {
                 _ = try SyncEngine(client: client, stateDirectory: state, store: store)

@@ -41,7 +41,7 @@ public actor SyncEngine {
     private nonisolated let work = Wakeup()
     private let hold: StateDirectoryHold
     private let journal: SyncJournal
-    private var queue: SyncQueue
+    private var queue: SyncQueue { journal.queue }
     private var running = false
     private var unreachable = false
 
@@ -55,22 +55,22 @@ public actor SyncEngine {
     ///     page with its anchor in one transaction.
     ///   - excludingOwnWrites: incremental reads skip this device's own
     ///     writes (with a device id), as `sync(into:)`.
+    ///   - stateOptions: how the directory is kept on Apple platforms (its
+    ///     Data Protection class, whether backups leave it out).
     /// - Throws: `ClientError` `local` naming the directory when another
     ///   engine holds it, or naming the file when the state cannot be read
     ///   (a damaged record): nothing is sent and the file is left as it is.
-    public init(client: BoxClient, stateDirectory: URL, store: some ChangeApplier, excludingOwnWrites: Bool = true) throws {
+    public init(
+        client: BoxClient, stateDirectory: URL, store: some ChangeApplier, excludingOwnWrites: Bool = true,
+        stateOptions: StateOptions = StateOptions()
+    ) throws {
         guard stateDirectory.isFileURL else {
             throw ClientError.invalidArgument("the sync state directory must be a file URL (got \(stateDirectory.absoluteString))")
         }
-        do {
-            try FileManager.default.createDirectory(
-                at: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw ClientError.local("cannot create the sync state directory \(stateDirectory.path): \(error.localizedDescription)")
-        }
+        try stateOptions.prepare(stateDirectory)
         let resolved = stateDirectory.standardizedFileURL.resolvingSymlinksInPath()
         hold = try StateDirectoryHold(resolved.path)
-        (journal, queue) = try SyncJournal.open(directory: resolved.path, userKey: client.configuration.userKey)
+        journal = try SyncJournal.open(directory: resolved.path, userKey: client.configuration.userKey)
         self.stateDirectory = resolved
         self.store = store
         self.excludingOwnWrites = excludingOwnWrites
@@ -97,12 +97,12 @@ public actor SyncEngine {
     public func enqueue(_ items: [UploadItem]) throws {
         var admitted: [SyncQueue.Upload] = []
         var refusals: [Refusal] = []
-        var queued: [MessageID: UploadItem] = [:]
+        var queued: [MessageID: Int64?] = [:]
         var number = queue.lastNumber
         for item in items {
-            let held = queued[item.id] ?? queue.uploads[item.id]?.item
-            guard SyncQueue.replaces(item, held) else {
-                if case .put(let version, _) = item.change, case .put(let newer, _)? = held?.change {
+            let held = queued[item.id] ?? queue.uploads[item.id]?.version
+            guard SyncQueue.replaces(item.queuedVersion, heldVersion: held) else {
+                if case .put(let version, _) = item.change, let newer = held {
                     refusals.append(Refusal(
                         item: item, status: 409,
                         reason: "version \(version) is older than version \(newer) of \(item.id), queued and not yet sent"))
@@ -111,7 +111,7 @@ public actor SyncEngine {
             }
             number += 1
             admitted.append(SyncQueue.Upload(number: number, item: item))
-            queued[item.id] = item
+            queued[item.id] = item.queuedVersion
         }
         if !admitted.isEmpty {
             try record(.enqueue(admitted))
@@ -142,10 +142,19 @@ public actor SyncEngine {
         work.fire()
     }
 
-    /// What the box has not acknowledged yet.
+    /// What the box has not acknowledged yet. The bodies are read from the
+    /// state directory (the engine keeps them there, not in memory): it costs
+    /// as much as the queue; `pendingCount` is the cheap count. Throws
+    /// `local` when the state cannot be read.
     public var pending: Pending {
-        Pending(uploads: queue.uploadsInOrder.map(\.item), settingsMembers: queue.edits.mapValues { BoxClient.date($0.at) })
+        get throws {
+            Pending(uploads: try journal.load(queue.uploadsInOrder).map(\.item), settingsMembers: queue.edits.mapValues { BoxClient.date($0.at) })
+        }
     }
+
+    /// How many changes the box has not acknowledged yet: uploads (one per
+    /// id) and settings members. Reads nothing: as cheap as a property.
+    public var pendingCount: Int { queue.uploads.count + queue.edits.count }
 
     /// Tries now: a wait before the next attempt ends at once (the app came
     /// to the foreground, the network changed).
@@ -183,15 +192,14 @@ public actor SyncEngine {
 
     /// Writes `record` to the journal and, once it is on disk, applies it.
     private func record(_ record: SyncRecord) throws {
-        try journal.append([record])
-        queue.apply(record)
+        try journal.record(record)
     }
 
     /// After a record that shortened the queue: the journal rewritten when
     /// most of it is history. A failure leaves the journal as it was and
     /// is tried again after the next acknowledgement.
     private func compact() {
-        try? journal.compactIfDue(queue)
+        try? journal.compactIfDue()
     }
 
     // MARK: - Sending
@@ -204,12 +212,17 @@ public actor SyncEngine {
         var isEmpty: Bool { edits.isEmpty && uploads.isEmpty }
     }
 
-    /// The queue as a round, and the wake-up count it was taken at.
-    private func nextRound() -> (Round, UInt64) {
+    /// The queue as a round, and the wake-up count it was taken at. The
+    /// uploads are the first the client can have in flight at once (their
+    /// bodies read from the journal now), so that memory follows them, not
+    /// the queue.
+    private func nextRound() throws -> (Round, UInt64) {
         let seen = work.count
         let byTime = Dictionary(grouping: queue.edits.sorted { $0.key < $1.key }) { $0.value.at }
         let edits = byTime.keys.sorted().map { at in (at: at, members: byTime[at]!.map { (name: $0.key, edit: $0.value) }) }
-        return (Round(edits: edits, uploads: queue.uploadsInOrder), seen)
+        let limits = client.configuration.limits, inFlight = max(1, client.configuration.uploadsInFlight)
+        let uploads = queue.first(limits.maxItems * inFlight, bodyBytes: limits.maxRequestBytes * inFlight)
+        return (Round(edits: edits, uploads: try journal.load(uploads)), seen)
     }
 
     /// The sending side of `run()`: rounds while anything is queued, a wait
@@ -217,7 +230,7 @@ public actor SyncEngine {
     private nonisolated func sendQueued() async throws {
         var failures = 0
         while true {
-            let (round, seen) = await nextRound()
+            let (round, seen) = try await nextRound()
             if round.isEmpty {
                 await work.wait(after: seen)
                 try Task.checkCancellation()
