@@ -286,7 +286,7 @@ final class SyncJournal {
     static func open(directory: String, userKey: UserKey) throws -> SyncJournal {
         let path = directory + "/journal"
         Platform.removeLeftovers(of: path)
-        let handle = try Platform.openForUpdating(path)
+        let handle = try notWritable { try Platform.openForUpdating(path) }
         var queue = SyncQueue()
         var reader = try LineReader(handle, path: path)
         var line = 0
@@ -332,7 +332,7 @@ final class SyncJournal {
         }
         let journal = SyncJournal(path: path, userKey: userKey, handle: handle, size: whole, queue: queue)
         if whole == 0 || torn {
-            try journal.rewrite()
+            try notWritable { try journal.rewrite() }
         } else {
             try? journal.compactIfDue()
         }
@@ -365,7 +365,7 @@ final class SyncJournal {
     }
 
     private static func damaged(_ path: String, line: Int, offset: UInt64, _ what: String) -> ClientError {
-        .local(
+        .stateDamaged(
             "the sync state file \(path) is damaged at record \(line) (byte \(offset)): \(what). Nothing was sent and the"
                 + " file is as it was. Restore it from a backup, or move it aside to start with nothing pending"
                 + " (what it held is then not sent)")
@@ -419,7 +419,7 @@ final class SyncJournal {
     /// the queue: when this returns it is durable, and only then may the
     /// caller act on it. Then compacts the journal if it is due.
     func record(_ record: SyncRecord) throws {
-        if let broken { throw ClientError.local(broken) }
+        if let broken { throw ClientError.stateNotWritable(broken) }
         let (json, bodies) = record.encoded()
         let bytes = Self.line(json)
         do {
@@ -427,9 +427,12 @@ final class SyncJournal {
         } catch let failure as Platform.AppendFailure {
             let what = "cannot write \(path): \(failure.reason)"
             if !failure.intact {
-                broken = what + "; the file may end in a partial record, which the engine drops when it is opened again"
+                broken = what + "; the file may end in a partial record, which the engine drops when it is opened again:"
+                    + " free space on the device (or make the directory writable) and open the engine again"
             }
-            throw ClientError.local(what + "; nothing of this call was recorded, and the queue is as it was")
+            throw ClientError.stateNotWritable(
+                what + "; nothing of this call was recorded, and the queue is as it was: free space on the device"
+                    + " (or make the directory writable) and call again")
         }
         let base = size + 17
         queue.apply(record, bodies: bodies.map { $0.map { SyncQueue.Span(offset: base + UInt64($0.lowerBound), count: $0.count) } })
@@ -456,7 +459,18 @@ final class SyncJournal {
     /// acknowledged changes, replaced versions).
     func compactIfDue() throws {
         guard size > Self.compactionFloor, size > 4 * liveBytes else { return }
-        try rewrite()
+        try Self.notWritable { try rewrite() }
+    }
+
+    /// `body`, its `local` failures (a file not written, not made) made
+    /// `stateNotWritable`.
+    static func notWritable<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as ClientError where error.code == .local {
+            throw ClientError.stateNotWritable(
+                error.detail + ": free space on the device (or make the directory writable) and try again")
+        }
     }
 
     /// What the queue's records take, estimated from its bodies.
@@ -683,7 +697,7 @@ final class StateDirectoryHold: Sendable {
     /// `local`, naming it, when another engine holds it.
     init(_ path: String) throws {
         guard Self.held.claim(path) else {
-            throw ClientError.local(
+            throw ClientError.stateInUse(
                 "the sync state directory \(path) is in use by another SyncEngine in this process: use that engine"
                     + " (one per directory), or let it go before making another")
         }
@@ -696,7 +710,7 @@ final class StateDirectoryHold: Sendable {
         }
         guard let descriptor else {
             Self.held.release(path)
-            throw ClientError.local(
+            throw ClientError.stateInUse(
                 "the sync state directory \(path) is in use by another process (a SyncEngine holds \(path)/lock):"
                     + " one engine may use a directory at a time; stop the other, or give this one its own directory")
         }
@@ -792,7 +806,9 @@ extension SyncEngine {
                 try FileManager.default.createDirectory(
                     at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw ClientError.local("cannot create the sync state directory \(path): \(error.localizedDescription)")
+                throw ClientError.stateNotWritable(
+                    "cannot create the sync state directory \(path): \(error.localizedDescription); make its folder writable,"
+                        + " or give the engine another directory")
             }
             for created in absent.reversed() {
                 Platform.syncFolder((created as NSString).deletingLastPathComponent)

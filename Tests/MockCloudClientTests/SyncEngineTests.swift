@@ -293,7 +293,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         let directory = try TemporaryDirectory()
         let state = URL(fileURLWithPath: directory.file("state"))
         var first: SyncEngine? = try SyncEngine(client: engineClient(FakeBox()), stateDirectory: state, store: AppStore(anchor: nil))
-        #expect(throws: ClientError.local(
+        #expect(throws: ClientError.stateInUse(
             "the sync state directory \(first!.stateDirectory.path) is in use by another SyncEngine in this process: use that engine"
                 + " (one per directory), or let it go before making another")) {
             try SyncEngine(client: engineClient(FakeBox()), stateDirectory: state, store: AppStore(anchor: nil))
@@ -317,7 +317,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         bytes[second + 30] ^= 0x01
         try directory.write(bytes, to: "state/journal")
         let box = FakeBox()
-        #expect(throws: ClientError.local(
+        #expect(throws: ClientError.stateDamaged(
             "the sync state file \(journal) is damaged at record 3 (byte \(second)): its checksum does not match, or it is not a record"
                 + " this version writes. Nothing was sent and the file is as it was. Restore it from a backup, or move it aside to start"
                 + " with nothing pending (what it held is then not sent)")) {

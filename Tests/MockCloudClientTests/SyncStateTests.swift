@@ -128,5 +128,26 @@ private func item(_ id: String, _ version: Int64, _ body: String) -> UploadItem 
         try Data(journal).write(to: folder.journal)
         #expect(try await engine.pending.uploads == [item("a", 1, #"{"kg": 70.9}"#), .delete(MessageID("b")!)])
     }
+
+    /// What an app can tell apart: a directory in use, a damaged state, a
+    /// state that cannot be written, each its own code naming the path.
+    @Test func aStateThatCannotBeWrittenInUseOrDamagedEachHasItsCode() async throws {
+        let folder = StateFolder()
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let file = folder.url.appendingPathComponent("a-file")
+        try Data().write(to: file)
+        let client = BoxClient(configuration: ClientConfiguration(userKey: UserKey("u1")!), transport: NoBox())
+        let inside = file.appendingPathComponent("state")
+        #expect {
+            try SyncEngine(client: client, stateDirectory: inside, store: NoStore())
+        } throws: { error in
+            guard let error = error as? ClientError, error.code == .stateNotWritable else { return false }
+            return error.detail.hasPrefix("cannot create the sync state directory \(inside.path): ")
+                && error.detail.hasSuffix("; make its folder writable, or give the engine another directory")
+        }
+        let engine = try folder.open()
+        #expect { try folder.open() } throws: { ($0 as? ClientError)?.code == .stateInUse }
+        _ = engine
+    }
 }
 

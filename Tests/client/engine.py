@@ -383,7 +383,7 @@ def state_directory_checks(checks, lib, box, t, work):
     with open(journal, "rb") as f:
         after = f.read()
     checks.check(f"{t}: a damaged state file stops the engine with an error naming it; nothing is sent, the file is left as it was",
-                 [] if code == 1 and error.get("kind") == "local" and f"the sync state file {journal} is damaged at record 3" in error.get("error", "")
+                 [] if code == 1 and error.get("kind") == "stateDamaged" and f"the sync state file {journal} is damaged at record 3" in error.get("error", "")
                  and "Nothing was sent" in error.get("error", "") and after == bytes(damaged) and box.truth(key) == {}
                  else [f"exit {code}: {error} {engine.stderr()}", f"file unchanged {after == bytes(damaged)}, box {len(box.truth(key))}"])
 
@@ -407,7 +407,7 @@ def state_directory_checks(checks, lib, box, t, work):
                  "naming the directory; kill -9 of the holder releases it",
                  [] if second.get("second") == "refused" and f"the sync state directory {where} is in use by another SyncEngine in this process"
                  in second.get("error", "") and other_code == 1 and f"the sync state directory {where} is in use by another process"
-                 in other_error.get("error", "") and reopened == {"uploads": 0, "settings": 0}
+                 in other_error.get("error", "") and other_error.get("kind") == "stateInUse" and reopened == {"uploads": 0, "settings": 0}
                  else [f"in process: {second}", f"another process: exit {other_code} {other_error} {other.stderr()}",
                        f"after the kill: {reopened} {after.stderr()}"])
 
