@@ -18,6 +18,7 @@ import MockCloudWire
 //   sync                  syncNow()                          {"ack": "sync"}
 //   pending               {"pending": {"uploads", "settings"}}
 //   count                 {"count": pendingCount}
+//   opened                {"opened": seconds SyncEngine(…) took}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
 // Each event is a line {"event": kind, "t": wall-clock seconds, ...}. EOF
 // ends it (the run cancelled first). Output lines are written whole, one
@@ -101,7 +102,9 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         includeOwn = true
     }
     let store = try FileStore(path: storePath.hasPrefix("/") ? storePath : FileManager.default.currentDirectoryPath + "/" + storePath)
+    let opening = ContinuousClock.now
     let engine = try SyncEngine(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
+    let opened = ContinuousClock.now - opening
     let out = Output()
     let printer = Task {
         for await event in engine.events { out.line(describe(event)) }
@@ -163,6 +166,8 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         case ("pending", 1):
             let pending = try await engine.pending
             out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count)}}"#)
+        case ("opened", 1):
+            out.line(#"{"opened": \#(seconds(opened))}"#)
         case ("count", 1):
             out.line(#"{"count": \#(await engine.pendingCount)}"#)
         case ("second", 1):

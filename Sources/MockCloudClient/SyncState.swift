@@ -399,7 +399,7 @@ final class SyncJournal {
             let text = scan.text(value)
             switch key {
             case "n": number = Int64(text)
-            case "id": id = text.count > 2 ? MessageID(String(text.dropFirst().dropLast())) : nil
+            case "id": id = text.count > 2 && text.hasPrefix("\"") ? MessageID(String(text.dropFirst().dropLast())) : nil
             case "version": version = Int64(text)
             case "deleted": deleted = text == "true"
             case "body":
