@@ -207,6 +207,15 @@ bench-engine: install
 	@packaging/deps.sh serve $(if $(findstring --lan,$(BENCH_ENGINE_ARGS)),lan)
 	@python3 Benchmarks/engine_bench.py $(BENCH_ENGINE_ARGS)
 
+## SyncEngine with a long queue (Benchmarks/engine_queue_bench.py, a few
+## minutes): 100,000 samples of 300 B queued with the box away, the engine
+## opened on them and drained: peak RSS against an empty engine's, the
+## open's time, pendingCount; Benchmarks/results/engine-queue.md.
+.PHONY: bench-engine-queue
+bench-engine-queue: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/engine_queue_bench.py $(BENCH_ENGINE_QUEUE_ARGS)
+
 ## A compaction as the key's other clients feel it (Benchmarks/compaction_bench.py):
 ## an inbox of 99,000 messages, the page cache dropped, the write that makes
 ## compaction due, then a feed read and a one-item write at once; each one's

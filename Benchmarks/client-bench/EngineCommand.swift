@@ -18,6 +18,8 @@ import MockCloudWire
 //   sync                  syncNow()                          {"ack": "sync"}
 //   pending               {"pending": {"uploads", "settings", "refused": [ids of refusals not taken]}}
 //   take                  acknowledgeRefusals(every refusal pending)   {"taken": count}
+//   count                 {"count": pendingCount}
+//   opened                {"opened": seconds SyncEngine.open(…) took}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
 //   network on|off        networkChanged(available:)        {"ack": "network", "available"}
 //   idle SECONDS          syncUntilIdle(within:)  {"idle": {"uploads", "settings"}, "took"} or {"idle": "failed", "error"}
@@ -105,7 +107,9 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         includeOwn = true
     }
     let store = try FileStore(path: storePath.hasPrefix("/") ? storePath : FileManager.default.currentDirectoryPath + "/" + storePath)
+    let opening = ContinuousClock.now
     var engine = try await SyncEngine.open(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
+    let opened = ContinuousClock.now - opening
     let out = Output()
     func print(_ engine: SyncEngine) -> Task<Void, Never> {
         Task {
@@ -176,11 +180,15 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
                 await engine.syncNow()
                 out.line(#"{"ack": "sync"}"#)
             case ("pending", 1):
-                let pending = await engine.pending
+                let pending = try await engine.pending
             let refused = pending.refusals.map { quoted($0.item.id.rawValue) } + pending.settingsRefusals.map { _ in quoted("settings") }
             out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count), "refused": [\#(refused.joined(separator: ", "))]}}"#)
+        case ("opened", 1):
+            out.line(#"{"opened": \#(seconds(opened))}"#)
+        case ("count", 1):
+            out.line(#"{"count": \#(await engine.pendingCount)}"#)
         case ("take", 1):
-            let pending = await engine.pending
+            let pending = try await engine.pending
             let numbers = pending.refusals.map(\.number) + pending.settingsRefusals.map(\.number)
             try await engine.acknowledgeRefusals(numbers)
             out.line(#"{"taken": \#(numbers.count)}"#)
@@ -214,7 +222,7 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
                     engine = try await SyncEngine.open(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
                     printer = print(engine)
                     if wasRunning { running = run(engine) }
-                    out.line(#"{"reopened": true, "pending": \#(counts(await engine.pending))}"#)
+                    out.line(#"{"reopened": true, "pending": \#(counts(try await engine.pending))}"#)
                 } catch {
                     out.line(#"{"reopened": false, "error": \#(quoted("\(error)"))}"#)
                     break commands

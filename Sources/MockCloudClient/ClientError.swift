@@ -47,6 +47,9 @@ public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible, L
     public static func refused(status: Int, error: String) -> ClientError { ClientError(.refused, error, status: status) }
     public static func badAnswer(_ detail: String) -> ClientError { ClientError(.badAnswer, detail) }
     public static func local(_ detail: String) -> ClientError { ClientError(.local, detail) }
+    public static func stateInUse(_ detail: String) -> ClientError { ClientError(.stateInUse, detail) }
+    public static func stateDamaged(_ detail: String) -> ClientError { ClientError(.stateDamaged, detail) }
+    public static func stateNotWritable(_ detail: String) -> ClientError { ClientError(.stateNotWritable, detail) }
 
     public var description: String {
         switch code {
@@ -77,8 +80,18 @@ extension ExtensibleKind where Owner == ClientError {
     public static var refused: Self { Self("refused") }
     /// An answer the client does not understand.
     public static var badAnswer: Self { Self("badAnswer") }
-    /// A local file (CA, anchor, state) could not be read or written.
+    /// A local file (CA, anchor, state) could not be read or written, and
+    /// none of the state's kinds below says more.
     public static var local: Self { Self("local") }
+    /// A `SyncEngine`'s state directory is held by another engine, in this
+    /// process or another: use that one, or close it first.
+    public static var stateInUse: Self { Self("stateInUse") }
+    /// A `SyncEngine`'s state file is damaged (`detail` names it and the
+    /// record): nothing was sent and the file is as it was.
+    public static var stateDamaged: Self { Self("stateDamaged") }
+    /// A `SyncEngine`'s state could not be written (a full disk, a folder
+    /// that is not writable): nothing of the call was recorded.
+    public static var stateNotWritable: Self { Self("stateNotWritable") }
 
     /// `catch ClientError.Code.unavailable { … }`: matches a `ClientError` of this kind.
     public static func ~= (code: Self, error: any Error) -> Bool {

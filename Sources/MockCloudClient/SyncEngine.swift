@@ -54,7 +54,7 @@ public actor SyncEngine {
     private nonisolated let idle = IdleWatch()
     private let hold: StateDirectoryHold
     private let journal: SyncJournal
-    private var queue: SyncQueue
+    private var queue: SyncQueue { journal.queue }
     /// The loops that send and follow, and whether `run()` started them
     /// (else `syncUntilIdle`, for its time).
     private var loops: (task: Task<Void, any Error>, forRun: Bool)?
@@ -78,22 +78,22 @@ public actor SyncEngine {
     ///     page with its anchor in one transaction.
     ///   - excludingOwnWrites: incremental reads skip this device's own
     ///     writes (with a device id), as `sync(into:)`.
+    ///   - stateOptions: how the directory is kept on Apple platforms (its
+    ///     Data Protection class, whether backups leave it out).
     /// - Throws: `ClientError` `local` naming the directory when another
     ///   engine holds it, or naming the file when the state cannot be read
     ///   (a damaged record): nothing is sent and the file is left as it is.
-    public init(client: BoxClient, stateDirectory: URL, store: some ChangeApplier, excludingOwnWrites: Bool = true) throws {
+    public init(
+        client: BoxClient, stateDirectory: URL, store: some ChangeApplier, excludingOwnWrites: Bool = true,
+        stateOptions: StateOptions = StateOptions()
+    ) throws {
         guard stateDirectory.isFileURL else {
             throw ClientError.invalidArgument("the sync state directory must be a file URL (got \(stateDirectory.absoluteString))")
         }
-        do {
-            try FileManager.default.createDirectory(
-                at: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw ClientError.local("cannot create the sync state directory \(stateDirectory.path): \(error.localizedDescription)")
-        }
+        try stateOptions.prepare(stateDirectory)
         let resolved = stateDirectory.standardizedFileURL.resolvingSymlinksInPath()
         hold = try StateDirectoryHold(resolved.path)
-        (journal, queue) = try SyncJournal.open(directory: resolved.path, userKey: client.configuration.userKey)
+        journal = try SyncJournal.open(directory: resolved.path, userKey: client.configuration.userKey)
         self.stateDirectory = resolved
         self.store = store
         self.excludingOwnWrites = excludingOwnWrites
@@ -109,12 +109,15 @@ public actor SyncEngine {
     /// `init`, with the state's file reading and locking on a thread of
     /// its own: the caller's thread (the main thread at launch) stays free.
     public static func open(
-        client: BoxClient, stateDirectory: URL, store: some ChangeApplier, excludingOwnWrites: Bool = true
+        client: BoxClient, stateDirectory: URL, store: some ChangeApplier, excludingOwnWrites: Bool = true,
+        stateOptions: StateOptions = StateOptions()
     ) async throws -> SyncEngine {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 continuation.resume(with: Result {
-                    try SyncEngine(client: client, stateDirectory: stateDirectory, store: store, excludingOwnWrites: excludingOwnWrites)
+                    try SyncEngine(
+                        client: client, stateDirectory: stateDirectory, store: store, excludingOwnWrites: excludingOwnWrites,
+                        stateOptions: stateOptions)
                 })
             }
         }
@@ -132,19 +135,19 @@ public actor SyncEngine {
         try checkOpen()
         var admitted: [SyncQueue.Upload] = []
         var refusals: [(UploadItem, String)] = []
-        var queued: [MessageID: UploadItem] = [:]
+        var queued: [MessageID: Int64?] = [:]
         var number = queue.lastNumber
         for item in items {
-            let held = queued[item.id] ?? queue.uploads[item.id]?.item
-            guard SyncQueue.replaces(item, held) else {
-                if case .put(let version, _) = item.change, case .put(let newer, _)? = held?.change {
+            let held = queued[item.id] ?? queue.uploads[item.id]?.version
+            guard SyncQueue.replaces(item.queuedVersion, heldVersion: held) else {
+                if case .put(let version, _) = item.change, let newer = held {
                     refusals.append((item, "version \(version) is older than version \(newer) of \(item.id), queued and not yet sent"))
                 }
                 continue
             }
             number += 1
             admitted.append(SyncQueue.Upload(number: number, item: item))
-            queued[item.id] = item
+            queued[item.id] = item.queuedVersion
         }
         let refused = refusals.map { item, reason in
             number += 1
@@ -199,13 +202,23 @@ public actor SyncEngine {
     }
 
     /// What the box has not acknowledged yet, and the refusals the app has
-    /// not taken yet (`acknowledgeRefusals`).
+    /// not taken yet (`acknowledgeRefusals`). The bodies are read from the
+    /// state directory (the engine keeps them there, not in memory): it
+    /// costs as much as the queue; `pendingCount` is the cheap count.
+    /// Throws `local` when the state cannot be read.
     public var pending: Pending {
-        let refused = queue.refused.values.sorted { $0.number < $1.number }
-        return Pending(
-            uploads: queue.uploadsInOrder.map(\.item), settingsMembers: queue.edits.mapValues { BoxClient.date($0.at) },
-            refusals: refused.compactMap(Refusal.init), settingsRefusals: refused.compactMap(SettingsRefusal.init))
+        get throws {
+            let refused = queue.refused.values.sorted { $0.number < $1.number }
+            return Pending(
+                uploads: try journal.load(queue.uploadsInOrder).map(\.item),
+                settingsMembers: queue.edits.mapValues { BoxClient.date($0.at) },
+                refusals: refused.compactMap(Refusal.init), settingsRefusals: refused.compactMap(SettingsRefusal.init))
+        }
     }
+
+    /// How many changes the box has not acknowledged yet: uploads (one per
+    /// id) and settings members. Reads nothing: as cheap as a property.
+    public var pendingCount: Int { queue.uploads.count + queue.edits.count }
 
     /// The app has taken these refusals (`Refusal.number`,
     /// `SettingsRefusal.number`: it showed them, or recorded them in its
@@ -300,7 +313,7 @@ public actor SyncEngine {
     /// cancelled.
     public func syncUntilIdle(within limit: Duration) async throws -> Pending {
         try checkOpen()
-        guard network.isOpen else { return pending }
+        guard network.isOpen else { return try pending }
         let deadline = ContinuousClock.now + limit
         idle.reset([.uploads, .edits])
         let own = loops == nil ? startLoops(forRun: false) : nil
@@ -313,7 +326,7 @@ public actor SyncEngine {
         }
         try Task.checkCancellation()
         if let ended, !(ended is CancellationError) { throw stop(ended) }
-        return pending
+        return try pending
     }
 
     /// Stops `run()` (it throws `CancellationError`) and `syncUntilIdle`,
@@ -408,15 +421,14 @@ public actor SyncEngine {
     /// durable) and, once they are on disk, applies them.
     private func record(_ records: [SyncRecord]) throws {
         guard !records.isEmpty else { return }
-        try journal.append(records)
-        for record in records { queue.apply(record) }
+        try journal.record(records)
     }
 
     /// After a record that shortened the queue: the journal rewritten when
     /// most of it is history. A failure leaves the journal as it was and
     /// is tried again after the next acknowledgement.
     private func compact() {
-        try? journal.compactIfDue(queue)
+        try? journal.compactIfDue()
     }
 
     // MARK: - Failures
@@ -450,15 +462,20 @@ public actor SyncEngine {
 
     /// The uploads in the order they were queued, and the wake-up count
     /// they were taken at.
-    private func queuedUploads() -> ([SyncQueue.Upload], UInt64) {
+    /// The first of them the client can have in flight at once, their
+    /// bodies read from the journal now, so that memory follows them, not
+    /// the queue.
+    private func queuedUploads() throws -> ([SyncQueue.Upload], UInt64) {
         let seen = work.count
-        return (queue.uploadsInOrder, seen)
+        let limits = client.configuration.limits, inFlight = max(1, client.configuration.uploadsInFlight)
+        let uploads = queue.first(limits.maxItems * inFlight, bodyBytes: limits.maxRequestBytes * inFlight)
+        return (try journal.load(uploads), seen)
     }
 
     /// The uploading side of `run()` (`sending`).
     private nonisolated func sendUploads() async throws {
         try await sending(
-            .uploads, woken: work, settings: false, queued: { await self.queuedUploads() },
+            .uploads, woken: work, settings: false, queued: { try await self.queuedUploads() },
             send: { uploads in
                 try await self.send(uploads).map { deferred in { .deferred(deferred.ids, error: deferred.error, retryIn: $0) } }
             },
@@ -472,14 +489,14 @@ public actor SyncEngine {
     /// change, `syncNow()`, the network's return) cuts short. `send`
     /// returns the event for what the box deferred of a batch it answered.
     private nonisolated func sending<Batch: Collection>(
-        _ loop: IdleWatch.Loop, woken: Wakeup, settings: Bool, queued: () async -> (Batch, UInt64),
+        _ loop: IdleWatch.Loop, woken: Wakeup, settings: Bool, queued: () async throws -> (Batch, UInt64),
         send: (Batch) async throws -> ((Duration) -> Event)?, deferred: (Batch, ClientError, Duration) -> Event
     ) async throws {
         var away = Backoff(client.configuration.retry)
         var deferral = Backoff.deferral(client.configuration.retry)
         while true {
             try await network.waitOpen()
-            let (batch, seen) = await queued()
+            let (batch, seen) = try await queued()
             if batch.isEmpty {
                 idle.set(loop, true)
                 await woken.wait(after: seen)

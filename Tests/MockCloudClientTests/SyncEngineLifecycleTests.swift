@@ -31,7 +31,7 @@ import Testing
         // The old engine is still referenced, yet its directory is free.
         let second = try await SyncEngine.open(
             client: engineClient(FakeBox()), stateDirectory: URL(fileURLWithPath: directory.path), store: AppStore(anchor: nil))
-        #expect(await second.pending.uploads.map(\.id) == [id("a")])
+        #expect(try await second.pending.uploads.map(\.id) == [id("a")])
         await #expect(throws: ClientError.self) { try await first.enqueue([.put(id("b"), body: body("{}"))]) }
         await second.close()
     }
@@ -116,7 +116,7 @@ import Testing
         await #expect(throws: ClientError.refused(status: 401, error: "a bearer token is required")) { try await engine.run() }
         let seen = await reader.value  // returns: the stream finished
         #expect(seen.last == .stopped(.refused(status: 401, error: "a bearer token is required")))
-        #expect(await engine.pending.uploads.map(\.id) == [id("a")])
+        #expect(try await engine.pending.uploads.map(\.id) == [id("a")])
     }
 
     @Test(arguments: [
@@ -135,7 +135,7 @@ import Testing
             }
         }
         #expect(!seen.contains { $0.kind == .unreachable || $0.kind == .stopped })
-        let pending = await engine.pending
+        let pending = try await engine.pending
         #expect(pending.uploads.isEmpty && pending.settingsMembers.keys.sorted() == ["unitSystem"])
     }
 
@@ -193,7 +193,7 @@ import Testing
         try await engine.editSettings(body(#"{"unitSystem": "metric", "heightCm": 180}"#), at: t0)
         let refused = await reader.value.first { $0.kind == .settingsRefused }
         #expect(refused?.members == ["unitSystem"] && refused?.error?.status == 409)
-        #expect(await engine.pending.settingsMembers == ["unitSystem": t0 + 60, "heightCm": t0])
+        #expect(try await engine.pending.settingsMembers == ["unitSystem": t0 + 60, "heightCm": t0])
     }
 
     @Test func theSettingsToShowAreTheBoxsWithTheUnsentEditsOverThem() async throws {
@@ -228,7 +228,7 @@ import Testing
             await engine.close()  // the events read, but the refusals never taken
         }
         let reopened = try engine(FakeBox(), directory)
-        let pending = await reopened.pending
+        let pending = try await reopened.pending
         #expect(pending.isEmpty)
         #expect(pending.refusals.map(\.item) == [.put(id("a"), version: 0, body: body("{}")), .put(id("a"), version: 1, body: body("{}")),
                                                   .put(id("b"), version: 1, body: body("{}"))])
@@ -236,10 +236,10 @@ import Testing
         #expect(pending.settingsRefusals.map(\.members) == [["notes"]] && pending.settingsRefusals[0].status == 413)
         #expect(pending.settingsRefusals[0].edit == body(#"{"notes": "long"}"#) && pending.settingsRefusals[0].editedAt == t0)
         try await reopened.acknowledgeRefusals(pending.refusals.prefix(2).map(\.number) + [pending.settingsRefusals[0].number])
-        #expect(await reopened.pending.refusals.map(\.item.id) == [id("b")])
+        #expect(try await reopened.pending.refusals.map(\.item.id) == [id("b")])
         await reopened.close()
         let again = try engine(FakeBox(), directory)
-        let left = await again.pending
+        let left = try await again.pending
         #expect(left.refusals.map(\.item.id) == [id("b")] && left.settingsRefusals.isEmpty)
         _ = state
     }

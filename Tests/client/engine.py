@@ -27,7 +27,13 @@ transport (`client-bench engine`, a SyncEngine driven a command per line):
   another certificate at the box's address (another network), then the
   box: the same engine sends everything; an upload the box refused, the
   engine killed before the app took it: the next engine shows it until
-  the app takes it.
+  the app takes it;
+- a kill at every step (over one transport): the engine run under strace,
+  killed (SIGKILL injected) at its Nth system call on the state directory
+  (a write, a sync, a truncation, a rename, an open) for N = 1, 2, ...
+  until a run ends unkilled, through enqueue, editSettings, run and a
+  compaction: each time the engine opens again, sends what is left, and
+  the box holds everything acknowledged.
 
 Python 3 standard library only.
 """
@@ -394,7 +400,7 @@ def state_directory_checks(checks, lib, box, t, work):
     with open(journal, "rb") as f:
         after = f.read()
     checks.check(f"{t}: a damaged state file stops the engine with an error naming it; nothing is sent, the file is left as it was",
-                 [] if code == 1 and error.get("kind") == "local" and f"the sync state file {journal} is damaged at record 3" in error.get("error", "")
+                 [] if code == 1 and error.get("kind") == "stateDamaged" and f"the sync state file {journal} is damaged at record 3" in error.get("error", "")
                  and "Nothing was sent" in error.get("error", "") and after == bytes(damaged) and box.truth(key) == {}
                  else [f"exit {code}: {error} {engine.stderr()}", f"file unchanged {after == bytes(damaged)}, box {len(box.truth(key))}"])
 
@@ -418,7 +424,8 @@ def state_directory_checks(checks, lib, box, t, work):
                  "naming the directory; kill -9 of the holder releases it",
                  [] if second.get("second") == "refused" and f"the sync state directory {where} is in use by another SyncEngine in this process"
                  in second.get("error", "") and other_code == 1 and f"the sync state directory {where} is in use by another process"
-                 in other_error.get("error", "") and reopened == {"uploads": 0, "settings": 0, "refused": []}
+                 in other_error.get("error", "") and other_error.get("kind") == "stateInUse"
+                 and reopened == {"uploads": 0, "settings": 0, "refused": []}
                  else [f"in process: {second}", f"another process: exit {other_code} {other_error} {other.stderr()}",
                        f"after the kill: {reopened} {after.stderr()}"])
 
@@ -645,7 +652,84 @@ def refusal_survives_a_kill(checks, lib, box, t, work):
                  else [f"PUT {status}, refused {refused}, pending after the kill {kept}, taken {taken}, then {after}"])
 
 
+# The system calls a kill is injected at: what changes the state on disk.
+STEP_CALLS = "write,pwrite64,fsync,fdatasync,ftruncate,rename,renameat,renameat2,openat,unlink,unlinkat"
+
+
+class Stepped:
+    """`lib`'s commands under strace, killed at the `n`th step call (above)
+    on the state directory or its journal. The cooperative thread pool is
+    made one thread wide (LIBDISPATCH_COOPERATIVE_POOL_STRICT), so that the
+    engine's state calls, whichever task makes them, are one thread's and
+    strace's count (per thread) is theirs."""
+
+    def __init__(self, lib, state, n):
+        self.lib, self.state, self.n = lib, os.path.realpath(state), n
+
+    def command(self, *args, **kw):
+        return ["env", "LIBDISPATCH_COOPERATIVE_POOL_STRICT=1", "strace", "-f", "-qq", "-o", "/dev/null",
+                "-P", self.state, "-P", os.path.join(self.state, "journal"), "-e", f"trace={STEP_CALLS}",
+                "-e", f"inject={STEP_CALLS}:signal=KILL:when={self.n}"] + self.lib.command(*args, **kw)
+
+
+def kill_at_every_step(checks, lib, box, t, work, most=200):
+    """enqueue, editSettings, run (acknowledgements) and a compaction, the
+    engine killed at its Nth state call for N = 1, 2, ... until a run is
+    not killed; after each kill the engine must open, send what is left,
+    and the box must hold every change acknowledged before the kill."""
+    samples = os.path.join(work, f"engine-steps-{t}.txt")
+    with open(samples, "w") as f:  # over 64 KiB: once acknowledged, the journal is compacted
+        for i in range(200):
+            f.write(f"s-{i:03d} 1 {json.dumps({'n': i, 'pad': 'x' * 350})}\n")
+    problems, kills, n = [], 0, 0
+    for n in range(1, most + 1):
+        key, state = f"engine-step-{t}-{n}", os.path.join(work, f"engine-step-{t}-{n}")
+        store = state + ".store"
+        engine = Engine(Stepped(lib, state, n), box, key, state, store, run=False)
+        engine.send("put a 1 {\"v\": 1}", "put b 1 {\"v\": 1}", f"edit {stamp(60)} {{\"unitSystem\": \"imperial\"}}",
+                    "delete b", f"samples {samples}", "run")
+        finished = engine.drained(timeout=60)
+        if finished:
+            engine.send("put c 1 {\"v\": 1}")
+            finished = engine.until(lambda: any(a.get("id") == "c" for a in engine.acks()), 30)
+            engine.until(lambda: engine.pending() == {"uploads": 0, "settings": 0, "refused": []}, 30)
+        acks = engine.acks()
+        if finished:
+            engine.close()
+            break
+        engine.kill()
+        kills += 1
+        again = Engine(lib, box, key, state, store, run=True)
+        if not again.drained(timeout=60):
+            problems.append(f"step {n}: the engine did not open or drain after the kill: {again.seen()[-2:]} {again.stderr()}")
+            again.kill()
+            continue
+        again.close()
+        truth = box.truth(key)
+
+        def acked(kind, ident):
+            return any(a.get("ack") == kind and a.get("id") == ident for a in acks)
+        changes = {"a": [(1, acked("put", "a"))], "b": [(1, acked("put", "b")), (None, acked("delete", "b"))],
+                   "c": [(1, acked("put", "c"))]}
+        for ident, handed in changes.items():
+            held = truth[ident][0] if ident in truth else None
+            if held not in allowed(handed):
+                problems.append(f"step {n}: {ident} is {held} on the box; handed over and acknowledged: {handed}")
+        if any(a.get("ack") == "samples" for a in acks) and len([i for i in truth if i.startswith("s-")]) != 200:
+            problems.append(f"step {n}: 200 samples acknowledged, the box holds {len([i for i in truth if i.startswith('s-')])}")
+        if any(a.get("ack") == "edit" for a in acks):
+            status, settings = box.request("GET", "/user/settings", key)
+            if status != 200 or settings.get("unitSystem") != "imperial":
+                problems.append(f"step {n}: the edit was acknowledged, the box's settings are {status} {settings}")
+    else:
+        problems.append(f"the engine was still killed at its {most}th state call")
+    checks.check(f"{t}: SyncEngine killed at each of its {kills} state calls in enqueue, editSettings, run and a compaction: "
+                 "it always opens again, and nothing acknowledged is lost", problems)
+
+
 def checks_for(checks, lib, box, away_box, t, work):
+    if t == "curl":
+        kill_at_every_step(checks, lib, box, t, work)
     crash_checks(checks, lib, box, t, work)
     two_phones(checks, lib, box, t, work)
     state_directory_checks(checks, lib, box, t, work)
