@@ -48,6 +48,8 @@ let package = Package(
         .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
         // The sync client for devices (the mirror box, the app) and its tool.
         .library(name: "MockCloudClient", targets: ["MockCloudClient"]),
+        // HealthKit and the phone's lifecycle over MockCloudClient (docs/HEALTHKIT.md).
+        .library(name: "MockCloudHealth", targets: ["MockCloudHealth"]),
         .executable(name: "mockcloud-sync", targets: ["mockcloud-sync"]),
     ],
     dependencies: [],
@@ -127,6 +129,14 @@ let package = Package(
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
             ]
         ),
+        // The iPhone's side of the client: the mirror's scans into HealthKit
+        // (HealthKitScans, a ChangeApplier), other sources' body samples up
+        // to the box (HealthImport), and the engine kept running as the
+        // phone comes and goes (SyncLifecycle). Its core is portable and
+        // tested on Linux against a fake health store (HealthStore, the
+        // seam); the HealthKit, Network and BackgroundTasks adapters are
+        // behind `#if canImport` and compiled by `make check-ios`.
+        .target(name: "MockCloudHealth", dependencies: ["MockCloudClient", "MockCloudJSON", "MockCloudWire"]),
         // mockcloud-sync's commands (push, pull, settings), its options,
         // output and exit codes, over MockCloudClient. A Linux tool: it uses
         // MockCloudSystem for its folders, signals and file watches.
@@ -275,6 +285,19 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["user-settings", "inbox", "mockcloud-admin", "MockCloudTestSupport", "MockCloudHTTPTestSupport"]
+        ),
+
+        // MockCloudHealth's: the HealthKit guide's integration
+        // (docs/HEALTHKIT.md), compiled here and for iOS like the sync
+        // guide's, and the tests of its portable core, against a fake
+        // health store (HealthExampleTests keeps the guide's copy the same).
+        .target(name: "MockCloudHealthExample", dependencies: ["MockCloudClient", "MockCloudHealth"], path: "Tests/HealthExample"),
+        .testTarget(
+            name: "MockCloudHealthTests",
+            dependencies: [
+                "MockCloudHealth", "MockCloudClient", "MockCloudJSON", "MockCloudWire", "MockCloudTestSupport",
+                "MockCloudHealthExample",
+            ]
         ),
     ]
 )

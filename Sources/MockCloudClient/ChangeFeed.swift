@@ -30,6 +30,14 @@ public struct ChangePage: Sendable {
     /// True when this page's anchor is the one to save with it: every page of
     /// an incremental read, the last page of a full one.
     public var anchorIsFinal: Bool { !isFullRead || !page.hasMore }
+
+    /// A page as a feed read hands it out (and as appliers' tests make one).
+    package init(page: FeedPage, isFullRead: Bool, startsResync: Bool, liveIDs: Set<MessageID>?) {
+        self.page = page
+        self.isFullRead = isFullRead
+        self.startsResync = startsResync
+        self.liveIDs = liveIDs
+    }
 }
 
 /// `changes(since:)`: pages until the feed is exhausted (`hasMore` false),

@@ -1,3 +1,4 @@
+import Foundation
 import MockCloudClient
 import MockCloudJSON
 import MockCloudWire
@@ -37,11 +38,50 @@ package actor FakeServer: HTTPTransport {
 
 /// Records the client's waits instead of sleeping.
 package final class Waits: @unchecked Sendable {
-    /// Each wait, in seconds.
-    package private(set) var seconds: [Double] = []
+    private let lock = NSLock()
+    private var recorded: [Double] = []
     package init() {}
+    /// Each wait, in seconds.
+    package var seconds: [Double] {
+        lock.lock()
+        defer { lock.unlock() }
+        return recorded
+    }
     package func record(_ wait: Duration) {
-        seconds.append(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+        lock.lock()
+        defer { lock.unlock() }
+        recorded.append(Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+    }
+}
+
+/// The client's clock in tests: each wait recorded in `waits`, then
+/// `actually` slept instead (none: it returns at once, unless cancelled).
+package struct RecordingClock: Clock {
+    package struct Instant: InstantProtocol {
+        package var offset: Duration
+        package func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        package func duration(to other: Instant) -> Duration { other.offset - offset }
+        package static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
+    package let waits: Waits
+    package var actually: Duration = .zero
+
+    package var now: Instant { Instant(offset: .zero) }
+    package var minimumResolution: Duration { .zero }
+
+    package func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        waits.record(deadline.offset)
+        if actually > .zero { try await Task.sleep(for: actually) }
+        try Task.checkCancellation()
+    }
+}
+
+extension ClientConfiguration {
+    /// This configuration with its waits recorded in `waits` (and `actually` slept instead).
+    package func recording(_ waits: Waits, actually: Duration = .zero) -> ClientConfiguration {
+        var configuration = self
+        configuration.clock = RecordingClock(waits: waits, actually: actually)
+        return configuration
     }
 }
 
@@ -49,8 +89,8 @@ package func client(_ server: FakeServer, device: String? = "phone-1", waits: Wa
     BoxClient(
         configuration: ClientConfiguration(
             userKey: UserKey("u1")!, deviceID: device.flatMap(DeviceID.init),
-            retry: RetryPolicy(maxAttempts: attempts, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60)),
-            sleep: { waits.record($0) }),
+            retry: RetryPolicy(maxAttempts: attempts, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60))
+        ).recording(waits),
         transport: server)
 }
 
