@@ -17,8 +17,8 @@ import MockCloudWire
 //   stop                  that task cancelled and awaited
 //   sync                  syncNow()                          {"ack": "sync"}
 //   pending               {"pending": {"uploads", "settings"}}
-//   count                 {"count": pendingCount}
-//   opened                {"opened": seconds SyncEngine(…) took}
+//   count                 {"count": pendingCount, "took": seconds the call took}
+//   opened                {"opened": seconds SyncEngine(…) took, "cpu": its CPU seconds}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
 // Each event is a line {"event": kind, "t": wall-clock seconds, ...}. EOF
 // ends it (the run cancelled first). Output lines are written whole, one
@@ -102,9 +102,9 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         includeOwn = true
     }
     let store = try FileStore(path: storePath.hasPrefix("/") ? storePath : FileManager.default.currentDirectoryPath + "/" + storePath)
-    let opening = ContinuousClock.now
+    let (opening, openingCPU) = (ContinuousClock.now, threadCPUSeconds())
     let engine = try SyncEngine(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
-    let opened = ContinuousClock.now - opening
+    let (opened, openedCPU) = (ContinuousClock.now - opening, threadCPUSeconds() - openingCPU)
     let out = Output()
     let printer = Task {
         for await event in engine.events { out.line(describe(event)) }
@@ -167,9 +167,11 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
             let pending = try await engine.pending
             out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count)}}"#)
         case ("opened", 1):
-            out.line(#"{"opened": \#(seconds(opened))}"#)
+            out.line(#"{"opened": \#(seconds(opened)), "cpu": \#(openedCPU)}"#)
         case ("count", 1):
-            out.line(#"{"count": \#(await engine.pendingCount)}"#)
+            let asking = ContinuousClock.now
+            let count = await engine.pendingCount
+            out.line(#"{"count": \#(count), "took": \#(seconds(ContinuousClock.now - asking))}"#)
         case ("second", 1):
             do {
                 _ = try SyncEngine(client: client, stateDirectory: state, store: store)
@@ -183,6 +185,13 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
     }
     await stop()
     printer.cancel()
+}
+
+/// The CPU time of the calling thread, in seconds.
+func threadCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
 /// An event as one JSON line.
