@@ -100,7 +100,7 @@ public actor SyncEngine {
         var queued: [MessageID: Int64?] = [:]
         var number = queue.lastNumber
         for item in items {
-            let held = queued[item.id] ?? queue.upload(item.id)?.version
+            let held = queued[item.id] ?? queue.uploads[item.id]?.version
             guard SyncQueue.replaces(item.queuedVersion, heldVersion: held) else {
                 if case .put(let version, _) = item.change, let newer = held {
                     refusals.append(Refusal(
@@ -154,7 +154,7 @@ public actor SyncEngine {
 
     /// How many changes the box has not acknowledged yet: uploads (one per
     /// id) and settings members. Reads nothing: as cheap as a property.
-    public var pendingCount: Int { queue.uploadCount + queue.edits.count }
+    public var pendingCount: Int { queue.uploads.count + queue.edits.count }
 
     /// Tries now: a wait before the next attempt ends at once (the app came
     /// to the foreground, the network changed).

@@ -57,11 +57,17 @@ struct SyncQueue {
     private var places: [MessageID: Int] = [:]
 
     var isEmpty: Bool { places.isEmpty && edits.isEmpty }
-    /// How many uploads are queued.
-    var uploadCount: Int { places.count }
 
-    /// The upload queued under `id`.
-    func upload(_ id: MessageID) -> Entry? { places[id].flatMap { entries[$0] } }
+    /// The queued uploads by id: `uploads[id]`, `uploads.count`.
+    var uploads: Uploads { Uploads(queue: self) }
+
+    private func entry(_ id: MessageID) -> Entry? { places[id].flatMap { entries[$0] } }
+
+    struct Uploads {
+        fileprivate let queue: SyncQueue
+        subscript(id: MessageID) -> Entry? { queue.entry(id) }
+        var count: Int { queue.places.count }
+    }
 
     /// Applies `record`; for `enqueue`, `bodies` says where each put's body
     /// is in the journal (nil for a deletion), one per upload.
@@ -96,7 +102,7 @@ struct SyncQueue {
     mutating func add(_ added: [Entry]) {
         for entry in added {
             lastNumber = max(lastNumber, entry.number)
-            guard Self.replaces(entry.version, heldVersion: upload(entry.id)?.version) else { continue }
+            guard Self.replaces(entry.version, heldVersion: self.entry(entry.id)?.version) else { continue }
             if let place = places[entry.id], entries[place]?.number == entry.number {
                 // A record read twice keeps its place.
                 bodyBytes += (entry.body?.count ?? 0) - (entries[place]?.body?.count ?? 0)
@@ -520,7 +526,7 @@ final class SyncJournal {
 
     /// What the queue's records take, estimated from its bodies.
     private var liveBytes: UInt64 {
-        UInt64(64 + queue.bodyBytes + 64 * queue.uploadCount + 128 * queue.edits.count)
+        UInt64(64 + queue.bodyBytes + 64 * queue.uploads.count + 128 * queue.edits.count)
     }
 
     /// Replaces the file with the queue's records: a temporary file written
