@@ -18,8 +18,8 @@ import MockCloudWire
 //   sync                  syncNow()                          {"ack": "sync"}
 //   pending               {"pending": {"uploads", "settings", "refused": [ids of refusals not taken]}}
 //   take                  acknowledgeRefusals(every refusal pending)   {"taken": count}
-//   count                 {"count": pendingCount}
-//   opened                {"opened": seconds SyncEngine.open(…) took}
+//   count                 {"count": pendingCount, "took": seconds the call took}
+//   opened                {"opened": seconds SyncEngine.open(…) took, "cpu": its CPU seconds}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
 //   network on|off        networkChanged(available:)        {"ack": "network", "available"}
 //   idle SECONDS          syncUntilIdle(within:)  {"idle": {"uploads", "settings"}, "took"} or {"idle": "failed", "error"}
@@ -107,9 +107,9 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         includeOwn = true
     }
     let store = try FileStore(path: storePath.hasPrefix("/") ? storePath : FileManager.default.currentDirectoryPath + "/" + storePath)
-    let opening = ContinuousClock.now
+    let (opening, openingCPU) = (ContinuousClock.now, threadCPUSeconds())
     var engine = try await SyncEngine.open(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
-    let opened = ContinuousClock.now - opening
+    let (opened, openedCPU) = (ContinuousClock.now - opening, threadCPUSeconds() - openingCPU)
     let out = Output()
     func print(_ engine: SyncEngine) -> Task<Void, Never> {
         Task {
@@ -184,9 +184,11 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
             let refused = pending.refusals.map { quoted($0.item.id.rawValue) } + pending.settingsRefusals.map { _ in quoted("settings") }
             out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count), "refused": [\#(refused.joined(separator: ", "))]}}"#)
         case ("opened", 1):
-            out.line(#"{"opened": \#(seconds(opened))}"#)
+            out.line(#"{"opened": \#(seconds(opened)), "cpu": \#(openedCPU)}"#)
         case ("count", 1):
-            out.line(#"{"count": \#(await engine.pendingCount)}"#)
+            let asking = ContinuousClock.now
+            let count = await engine.pendingCount
+            out.line(#"{"count": \#(count), "took": \#(seconds(ContinuousClock.now - asking))}"#)
         case ("take", 1):
             let pending = try await engine.pending
             let numbers = pending.refusals.map(\.number) + pending.settingsRefusals.map(\.number)
@@ -242,6 +244,13 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
     await running?.value
     await printer.value
     if let failure { throw failure }
+}
+
+/// The CPU time of the calling thread, in seconds.
+func threadCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
 /// An event as one JSON line.

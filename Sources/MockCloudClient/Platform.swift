@@ -35,9 +35,7 @@ enum Platform {
     static func replace(_ path: String, writing body: (_ write: ([UInt8]) throws -> Void) throws -> Void) throws {
         let folder = folder(of: path)
         let temporary = folder + "/.\((path as NSString).lastPathComponent).\(UUID().uuidString)"
-        guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600]),
-            let handle = FileHandle(forWritingAtPath: temporary)
-        else { throw ClientError.local("cannot create \(temporary)") }
+        let handle = try create(temporary, O_WRONLY | O_EXCL)
         do {
             defer { try? handle.close() }
             try body { bytes in
@@ -131,14 +129,22 @@ enum Platform {
     /// `path` opened for reading and writing, made 0600 when absent (its
     /// folder then synced, so that the new name is durable).
     static func openForUpdating(_ path: String) throws -> FileHandle {
-        if !FileManager.default.fileExists(atPath: path) {
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                throw ClientError.local("cannot create \(path)")
-            }
-            syncFolder(folder(of: path))
-        }
-        guard let handle = FileHandle(forUpdatingAtPath: path) else { throw ClientError.local("cannot open \(path) for writing") }
+        let existed = FileManager.default.fileExists(atPath: path)
+        let handle = try create(path, O_RDWR)
+        if !existed { syncFolder(folder(of: path)) }
         return handle
+    }
+
+    /// `path` opened with `flags`, made 0600 when absent. (Not
+    /// `FileManager.createFile`: it writes a temporary file of its own
+    /// beside `path`, which a crash would leave there.)
+    private static func create(_ path: String, _ flags: Int32) throws -> FileHandle {
+        var descriptor: Int32
+        repeat {
+            descriptor = open(path, flags | O_CREAT | O_CLOEXEC, 0o600)
+        } while descriptor < 0 && errno == EINTR
+        guard descriptor >= 0 else { throw ClientError.local("cannot open \(path): \(String(cString: strerror(errno)))") }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     }
 
     /// The size of the file open as `handle`.

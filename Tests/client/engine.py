@@ -28,12 +28,13 @@ transport (`client-bench engine`, a SyncEngine driven a command per line):
   box: the same engine sends everything; an upload the box refused, the
   engine killed before the app took it: the next engine shows it until
   the app takes it;
-- a kill at every step (over one transport): the engine run under strace,
-  killed (SIGKILL injected) at its Nth system call on the state directory
-  (a write, a sync, a truncation, a rename, an open) for N = 1, 2, ...
-  until a run ends unkilled, through enqueue, editSettings, run and a
-  compaction: each time the engine opens again, sends what is left, and
-  the box holds everything acknowledged.
+- a kill at every step (over one transport): the engine killed (SIGKILL,
+  by Tests/client/killpoint.c loaded with LD_PRELOAD) at its Nth call that
+  changes its state directory (a write, a sync, a truncation, a rename, a
+  removal, an open for writing) for N = 1, 2, ... until a run ends
+  unkilled, through enqueue, editSettings, run and a compaction: each time
+  the engine opens again, sends what is left, and the box holds everything
+  acknowledged.
 
 Python 3 standard library only.
 """
@@ -652,24 +653,19 @@ def refusal_survives_a_kill(checks, lib, box, t, work):
                  else [f"PUT {status}, refused {refused}, pending after the kill {kept}, taken {taken}, then {after}"])
 
 
-# The system calls a kill is injected at: what changes the state on disk.
-STEP_CALLS = "write,pwrite64,fsync,fdatasync,ftruncate,rename,renameat,renameat2,openat,unlink,unlinkat"
-
-
 class Stepped:
-    """`lib`'s commands under strace, killed at the `n`th step call (above)
-    on the state directory or its journal. The cooperative thread pool is
-    made one thread wide (LIBDISPATCH_COOPERATIVE_POOL_STRICT), so that the
-    engine's state calls, whichever task makes them, are one thread's and
-    strace's count (per thread) is theirs."""
+    """`lib`'s commands with killpoint.so (built in `work`) preloaded: killed
+    at the `n`th call that changes the state directory `state`."""
 
-    def __init__(self, lib, state, n):
+    def __init__(self, lib, work, state, n):
         self.lib, self.state, self.n = lib, os.path.realpath(state), n
+        self.shim = os.path.join(work, "killpoint.so")
+        if not os.path.exists(self.shim):
+            source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "killpoint.c")
+            subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", self.shim, source, "-ldl"], check=True)
 
     def command(self, *args, **kw):
-        return ["env", "LIBDISPATCH_COOPERATIVE_POOL_STRICT=1", "strace", "-f", "-qq", "-o", "/dev/null",
-                "-P", self.state, "-P", os.path.join(self.state, "journal"), "-e", f"trace={STEP_CALLS}",
-                "-e", f"inject={STEP_CALLS}:signal=KILL:when={self.n}"] + self.lib.command(*args, **kw)
+        return ["env", f"LD_PRELOAD={self.shim}", f"KILLPOINT_DIR={self.state}", f"KILLPOINT_AT={self.n}"] + self.lib.command(*args, **kw)
 
 
 def kill_at_every_step(checks, lib, box, t, work, most=200):
@@ -685,7 +681,7 @@ def kill_at_every_step(checks, lib, box, t, work, most=200):
     for n in range(1, most + 1):
         key, state = f"engine-step-{t}-{n}", os.path.join(work, f"engine-step-{t}-{n}")
         store = state + ".store"
-        engine = Engine(Stepped(lib, state, n), box, key, state, store, run=False)
+        engine = Engine(Stepped(lib, work, state, n), box, key, state, store, run=False)
         engine.send("put a 1 {\"v\": 1}", "put b 1 {\"v\": 1}", f"edit {stamp(60)} {{\"unitSystem\": \"imperial\"}}",
                     "delete b", f"samples {samples}", "run")
         finished = engine.drained(timeout=60)

@@ -37,7 +37,8 @@ local CA (no -k anywhere, this suite's own reads included):
   at many points of enqueue, editSettings and run, then nothing
   acknowledged lost and nothing applied twice in its store; two phones'
   offline edits; a damaged state file; a second engine on one directory;
-  the box away and back.
+  the box away and back; close and reopen, syncUntilIdle, the network
+  hint, another network's certificate, a refusal kept through a kill.
 
 - `push DIR --watch` (Tests/client/watch.py): a burst of 1,000 files with
   the watcher SIGKILLed in the middle and started again, a version bump
