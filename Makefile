@@ -236,14 +236,14 @@ bench-lan: install
 	@packaging/deps.sh serve lan
 	@python3 Benchmarks/lan/bench_lan.py --venv .build/bench-lan-venv $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)
 
-## The client library and the sync guide's example (docs/SYNC.md) compiled
-## for arm64-apple-ios16.0 (not part of make test: CI has no iOS SDK). On a
-## Mac, with Xcode's SDK. On Linux, with a cross-build script and an iOS
+## The client library, MockCloudHealth and the guides' examples (docs/SYNC.md,
+## docs/HEALTHKIT.md) compiled for arm64-apple-ios16.0 (not part of make
+## test: CI has no iOS SDK). On a Mac, with Xcode's SDK. On Linux, with a cross-build script and an iOS
 ## SDK, both given: IOS_BUILD=path/to/ios-build.sh (it runs the command
 ## after `--` against the SDK), and IOS_SDK_REPO=… (a git directory of the
 ## SDKs, passed as --sdk-repo) or IOS_SDK=… (an unpacked iPhoneOS SDK,
 ## passed as --sdk). Objects go to .build-ios.
-IOS_TARGETS := MockCloudClient MockCloudReadmeExample
+IOS_TARGETS := MockCloudClient MockCloudReadmeExample MockCloudHealth MockCloudHealthExample
 check-ios:
 	@if command -v xcrun >/dev/null; then \
 	    sdk="$$(xcrun --sdk iphoneos --show-sdk-path)" && \

@@ -25,7 +25,10 @@ public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible, L
     /// What happened, without the kind's prefix: for `refused`, the server's
     /// `error` sentence.
     public let detail: String
-    /// For `refused`: the status the server answered; nil for other kinds.
+    /// For `refused`: the status the server answered. For `unavailable`:
+    /// the status of the last answer when the server did answer (a 5xx, or
+    /// a 429 past its `Retry-After`, through every retry), nil when no
+    /// answer came. nil for other kinds.
     public let status: Int?
 
     private init(_ code: Code, _ detail: String, status: Int? = nil) {
@@ -37,6 +40,10 @@ public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible, L
     public static func invalidArgument(_ detail: String) -> ClientError { ClientError(.invalidArgument, detail) }
     public static func untrusted(_ detail: String) -> ClientError { ClientError(.untrusted, detail) }
     public static func unavailable(_ detail: String) -> ClientError { ClientError(.unavailable, detail) }
+    /// `unavailable` after answers that were all 5xx or 429, the last with `lastStatus`.
+    package static func unavailable(_ detail: String, lastStatus: Int) -> ClientError {
+        ClientError(.unavailable, detail, status: lastStatus)
+    }
     public static func refused(status: Int, error: String) -> ClientError { ClientError(.refused, error, status: status) }
     public static func badAnswer(_ detail: String) -> ClientError { ClientError(.badAnswer, detail) }
     public static func local(_ detail: String) -> ClientError { ClientError(.local, detail) }

@@ -42,7 +42,22 @@ struct SyncQueue {
         var value: JSONValue
     }
 
+    /// An outcome that left the queue for good (a refused upload or settings
+    /// edit), kept until the app says it has taken it (`SyncEngine.acknowledgeRefusals`).
+    struct Refused: Equatable, Sendable {
+        enum Change: Equatable, Sendable {
+            case upload(UploadItem)
+            case edit(at: Timestamp.Micros, members: [JSONMember])
+        }
+        var number: Int64
+        var change: Change
+        var status: Int
+        var reason: String
+    }
+
     private(set) var edits: [String: Edit] = [:]
+    /// Refusals the app has not taken yet, by number.
+    private(set) var refused: [Int64: Refused] = [:]
     /// The highest number handed out; the next one is one more.
     private(set) var lastNumber: Int64 = 0
     /// The bytes of the queued bodies.
@@ -94,6 +109,13 @@ struct SyncQueue {
             for (name, number) in members where edits[name]?.number == number {
                 edits[name] = nil
             }
+        case .refused(let refusals):
+            for refusal in refusals {
+                lastNumber = max(lastNumber, refusal.number)
+                refused[refusal.number] = refusal
+            }
+        case .taken(let numbers):
+            for number in numbers { refused[number] = nil }
         }
     }
 
@@ -218,6 +240,10 @@ enum SyncRecord: Equatable {
     case done([Int64])
     /// Settings edits that left the queue, member to edit number.
     case editsDone([String: Int64])
+    /// Refusals to keep until the app takes them, each with a number of its own.
+    case refused([SyncQueue.Refused])
+    /// Refusals the app has taken.
+    case taken([Int64])
 
     static let format = "mockcloud-sync-state 1"
 
@@ -251,6 +277,28 @@ enum SyncRecord: Equatable {
         case .editsDone(let members):
             let done = members.sorted { $0.key < $1.key }.map { JSONMember($0.key, .number(String($0.value))) }
             return (JSONPrinter.compact(.object(JSONObject([JSONMember("editsDone", .object(JSONObject(done)))]))), [])
+        case .refused(let refusals):
+            let list = refusals.map { refusal -> JSONValue in
+                var members = [JSONMember("n", .number(String(refusal.number))), JSONMember("status", .number(String(refusal.status))),
+                               JSONMember("reason", .string(refusal.reason))]
+                switch refusal.change {
+                case .upload(let item):
+                    var fields = [JSONMember("id", .string(item.id.rawValue))]
+                    switch item.change {
+                    case .put(let version, let body): fields += [JSONMember("version", .number(String(version))), JSONMember("body", body.value)]
+                    case .delete: fields.append(JSONMember("deleted", .bool(true)))
+                    }
+                    members.append(JSONMember("upload", .object(JSONObject(fields))))
+                case .edit(let at, let edited):
+                    members.append(JSONMember("edit", .object(JSONObject([
+                        JSONMember("at", .string(Timestamp.format(at))), JSONMember("members", .object(JSONObject(edited))),
+                    ]))))
+                }
+                return .object(JSONObject(members))
+            }
+            return (JSONPrinter.compact(.object(JSONObject([JSONMember("refused", .array(list))]))), [])
+        case .taken(let numbers):
+            return (JSONPrinter.compact(.object(JSONObject([JSONMember("taken", .array(numbers.map { .number(String($0)) }))]))), [])
         }
     }
 
@@ -267,6 +315,14 @@ enum SyncRecord: Equatable {
         return (out.count - 1 - body.count)..<(out.count - 1)
     }
 
+    /// An upload as the bulk request's item (`id`, then `version` and `body`, or `deleted`).
+    private static func upload(_ item: JSONObject) -> UploadItem? {
+        guard let id = item["id"]?.stringValue.flatMap(MessageID.init) else { return nil }
+        if item["deleted"] == .bool(true) { return .delete(id) }
+        guard let version = item["version"]?.int64Value, case .object(let body)? = item["body"] else { return nil }
+        return .put(id, version: version, body: JSONText(.object(body)))
+    }
+
     /// The record a JSON object holds; nil when it is none this version
     /// writes. Not for `enqueue` (its bodies stay in the file:
     /// `SyncJournal.enqueued`).
@@ -278,6 +334,30 @@ enum SyncRecord: Equatable {
                 let numbered = object["numbered"]?.int64Value
             else { return nil }
             self = .header(userKey: userKey, numbered: numbered)
+        case ("refused", .array(let items)) where object.count == 1:
+            var refusals: [SyncQueue.Refused] = []
+            for case .object(let item) in items {
+                guard let number = item["n"]?.int64Value, let status = item["status"]?.int64Value,
+                    let reason = item["reason"]?.stringValue
+                else { return nil }
+                let change: SyncQueue.Refused.Change
+                if case .object(let upload)? = item["upload"], let parsed = Self.upload(upload) {
+                    change = .upload(parsed)
+                } else if case .object(let edit)? = item["edit"], let at = edit["at"]?.stringValue.flatMap(Timestamp.parse),
+                    case .object(let members)? = edit["members"]
+                {
+                    change = .edit(at: at, members: members.members)
+                } else {
+                    return nil
+                }
+                refusals.append(.init(number: number, change: change, status: Int(status), reason: reason))
+            }
+            guard refusals.count == items.count else { return nil }
+            self = .refused(refusals)
+        case ("taken", .array(let numbers)) where object.count == 1:
+            let parsed = numbers.compactMap(\.int64Value)
+            guard parsed.count == numbers.count else { return nil }
+            self = .taken(parsed)
         case ("edit", .object(let edit)) where object.count == 1:
             guard let number = edit["n"]?.int64Value, let at = edit["at"]?.stringValue.flatMap(Timestamp.parse),
                 case .object(let members)? = edit["members"]
@@ -466,13 +546,15 @@ final class SyncJournal {
         return SyncQueue.Entry(number: number, id: id, version: version, body: SyncQueue.Span(offset: start, count: body.count))
     }
 
-    /// Appends `record` in one write and syncs the file, then applies it to
-    /// the queue: when this returns it is durable, and only then may the
-    /// caller act on it. Then compacts the journal if it is due.
-    func record(_ record: SyncRecord) throws {
+    /// Appends `records` in one write and syncs the file, then applies them
+    /// to the queue: when this returns they are durable (all of them, or
+    /// none), and only then may the caller act on them. Then compacts the
+    /// journal if it is due.
+    func record(_ records: [SyncRecord]) throws {
         if let broken { throw ClientError.stateNotWritable(broken) }
-        let (json, bodies) = record.encoded()
-        let bytes = Self.line(json)
+        let encoded = records.map { $0.encoded() }
+        let lines = encoded.map { Self.line($0.json) }
+        let bytes = Array(lines.joined())
         do {
             try Platform.append(bytes, to: handle, at: size, path: path)
         } catch let failure as Platform.AppendFailure {
@@ -485,11 +567,18 @@ final class SyncJournal {
                 what + "; nothing of this call was recorded, and the queue is as it was: free space on the device"
                     + " (or make the directory writable) and call again")
         }
-        let base = size + 17
-        queue.apply(record, bodies: bodies.map { $0.map { SyncQueue.Span(offset: base + UInt64($0.lowerBound), count: $0.count) } })
+        var lineStart = size
+        for ((record, (_, bodies)), line) in zip(zip(records, encoded), lines) {
+            let base = lineStart + 17
+            queue.apply(record, bodies: bodies.map { $0.map { SyncQueue.Span(offset: base + UInt64($0.lowerBound), count: $0.count) } })
+            lineStart += UInt64(line.count)
+        }
         size += UInt64(bytes.count)
         try? compactIfDue()
     }
+
+    /// `record` alone (`record(_:)` of one).
+    func record(_ record: SyncRecord) throws { try self.record([record]) }
 
     /// The uploads of `entries`, their bodies read from the journal.
     func load(_ entries: [SyncQueue.Entry]) throws -> [SyncQueue.Upload] {
@@ -526,7 +615,7 @@ final class SyncJournal {
 
     /// What the queue's records take, estimated from its bodies.
     private var liveBytes: UInt64 {
-        UInt64(64 + queue.bodyBytes + 64 * queue.uploads.count + 128 * queue.edits.count)
+        UInt64(64 + queue.bodyBytes + 64 * queue.uploads.count + 128 * queue.edits.count + 512 * queue.refused.count)
     }
 
     /// Replaces the file with the queue's records: a temporary file written
@@ -579,6 +668,11 @@ final class SyncJournal {
             for number in byEdit.keys.sorted() {
                 let members = byEdit[number]!.sorted { $0.key < $1.key }
                 let record = SyncRecord.edit(number: number, at: members[0].value.at, members: members.map { JSONMember($0.key, $0.value.value) })
+                _ = try put(record.json)
+                rebuilt.apply(record)
+            }
+            if !queue.refused.isEmpty {
+                let record = SyncRecord.refused(queue.refused.values.sorted { $0.number < $1.number })
                 _ = try put(record.json)
                 rebuilt.apply(record)
             }
@@ -740,9 +834,11 @@ struct JSONScan {
 /// against other processes, a list of the directories this process holds
 /// against a second engine here. Released when the engine is freed, or by
 /// the kernel when the process ends.
-final class StateDirectoryHold: Sendable {
+final class StateDirectoryHold: @unchecked Sendable {
     let path: String
-    private let descriptor: Int32
+    private let lock = NSLock()
+    /// The lock file's descriptor, until released.
+    private var descriptor: Int32?
 
     /// Holds `path` (a directory that exists, its path resolved); throws
     /// `local`, naming it, when another engine holds it.
@@ -769,9 +865,17 @@ final class StateDirectoryHold: Sendable {
         self.descriptor = descriptor
     }
 
-    deinit {
+    deinit { release() }
+
+    /// Lets the directory go (`SyncEngine.close()`): another engine may
+    /// hold it at once. Once; later calls do nothing.
+    func release() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let descriptor else { return }
         Platform.unlock(descriptor)
         Self.held.release(path)
+        self.descriptor = nil
     }
 
     /// The directories engines of this process hold.

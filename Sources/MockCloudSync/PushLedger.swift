@@ -70,7 +70,7 @@ struct PushLedger {
         if reason == .compacted { return .reread }
         acknowledged = [:]
         try folder.writeState(Push.stateName, acknowledged)
-        return .resent(reason)
+        return .resent(reason.flatMap { AnchorGone(rawValue: $0.description) })
     }
 
     /// What to send for `scope`: each file whose version and body the box

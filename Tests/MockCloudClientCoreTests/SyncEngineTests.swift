@@ -1,7 +1,8 @@
 import Foundation
 import MockCloudClient
+import MockCloudClientTestSupport
 import MockCloudJSON
-import MockCloudTestSupport
+import MockCloudPortableTestSupport
 import Testing
 
 /// A box for the engine: bulk writes and settings merges answered by the
@@ -12,20 +13,37 @@ actor FakeBox: HTTPTransport {
     private let bulk: Answer
     private let merge: Answer
     private let feed: String
+    private let settings: String?
     private(set) var requests: [TransportRequest] = []
     private var writes = 0
+    /// Requests under way now, and those that ended cancelled.
+    private(set) var inFlight = 0, cancelled = 0
 
     init(
         bulk: @escaping Answer = { request, _ in FakeServer.storeAll(request) }, merge: @escaping Answer = FakeBox.merged,
-        feed: String = page([], anchor: "aa.0.0", hasMore: false)
+        feed: String = page([], anchor: "aa.0.0", hasMore: false), settings: String? = nil
     ) {
         self.bulk = bulk
         self.merge = merge
         self.feed = feed
+        self.settings = settings
     }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         requests.append(request)
+        inFlight += 1
+        defer { inFlight -= 1 }
+        do {
+            let response = try await answer(request)
+            try Task.checkCancellation()
+            return response
+        } catch is CancellationError {
+            cancelled += 1
+            throw CancellationError()
+        }
+    }
+
+    private func answer(_ request: TransportRequest) async throws -> TransportResponse {
         if request.target.contains("wait=") {
             try await Task.sleep(for: .seconds(3600))
             throw TransportError.connection("held for an hour")
@@ -33,6 +51,8 @@ actor FakeBox: HTTPTransport {
         switch (request.method, request.target) {
         case ("GET", let target) where target.hasPrefix("/inbox"):
             return try FakeServer.json(200, feed).get()
+        case ("GET", "/user/settings") where settings != nil:
+            return try FakeServer.json(200, settings!, headers: [("etag", #""s1""#)]).get()
         case ("POST", "/inbox:bulk"):
             writes += 1
             return try await bulk(request, writes).get()
@@ -42,6 +62,12 @@ actor FakeBox: HTTPTransport {
         default:
             return try FakeServer.json(404, #"{"error": "not found"}"#).get()
         }
+    }
+
+    /// An answer held until the request is cancelled.
+    static let held: Answer = { _, _ in
+        try? await Task.sleep(for: .seconds(3600))
+        return .failure(.connection("held for an hour"))
     }
 
     /// The bulk requests' items, as id (version or "deleted") strings.
@@ -85,12 +111,12 @@ func events(of engine: SyncEngine, until done: @escaping @Sendable ([SyncEngine.
     return seen
 }
 
-func engineClient(_ box: FakeBox, waits: Waits = Waits(), token: String? = nil, policy: RetryPolicy? = nil) -> BoxClient {
+func engineClient(_ box: FakeBox, waits: Waits = Waits(), token: String? = nil, policy: RetryPolicy? = nil, actually: Duration = .zero) -> BoxClient {
     BoxClient(
         configuration: ClientConfiguration(
             userKey: UserKey("u1")!, deviceID: DeviceID("phone-1"), token: token,
-            retry: policy ?? RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60)),
-            sleep: { waits.record($0) }),
+            retry: policy ?? RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60))
+        ).recording(waits, actually: actually),
         transport: box)
 }
 

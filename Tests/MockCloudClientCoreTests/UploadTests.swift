@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudClientTestSupport
 import Testing
 
 @Suite struct UploadTests {
