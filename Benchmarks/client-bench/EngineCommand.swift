@@ -19,7 +19,7 @@ import MockCloudWire
 //   pending               {"pending": {"uploads", "settings", "refused": [ids of refusals not taken]}}
 //   take                  acknowledgeRefusals(every refusal pending)   {"taken": count}
 //   count                 {"count": pendingCount, "took": seconds the call took}
-//   opened                {"opened": seconds SyncEngine.open(…) took, "cpu": its CPU seconds}
+//   opened                {"opened": seconds SyncEngine.open(…) took, "cpu": the process's CPU seconds meanwhile}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
 //   network on|off        networkChanged(available:)        {"ack": "network", "available"}
 //   idle SECONDS          syncUntilIdle(within:)  {"idle": {"uploads", "settings"}, "took"} or {"idle": "failed", "error"}
@@ -107,9 +107,9 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         includeOwn = true
     }
     let store = try FileStore(path: storePath.hasPrefix("/") ? storePath : FileManager.default.currentDirectoryPath + "/" + storePath)
-    let (opening, openingCPU) = (ContinuousClock.now, threadCPUSeconds())
+    let (opening, openingCPU) = (ContinuousClock.now, processCPUSeconds())
     var engine = try await SyncEngine.open(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
-    let (opened, openedCPU) = (ContinuousClock.now - opening, threadCPUSeconds() - openingCPU)
+    let (opened, openedCPU) = (ContinuousClock.now - opening, processCPUSeconds() - openingCPU)
     let out = Output()
     func print(_ engine: SyncEngine) -> Task<Void, Never> {
         Task {
@@ -181,19 +181,19 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
                 out.line(#"{"ack": "sync"}"#)
             case ("pending", 1):
                 let pending = try await engine.pending
-            let refused = pending.refusals.map { quoted($0.item.id.rawValue) } + pending.settingsRefusals.map { _ in quoted("settings") }
-            out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count), "refused": [\#(refused.joined(separator: ", "))]}}"#)
-        case ("opened", 1):
-            out.line(#"{"opened": \#(seconds(opened)), "cpu": \#(openedCPU)}"#)
-        case ("count", 1):
-            let asking = ContinuousClock.now
-            let count = await engine.pendingCount
-            out.line(#"{"count": \#(count), "took": \#(seconds(ContinuousClock.now - asking))}"#)
-        case ("take", 1):
-            let pending = try await engine.pending
-            let numbers = pending.refusals.map(\.number) + pending.settingsRefusals.map(\.number)
-            try await engine.acknowledgeRefusals(numbers)
-            out.line(#"{"taken": \#(numbers.count)}"#)
+                let refused = pending.refusals.map { quoted($0.item.id.rawValue) } + pending.settingsRefusals.map { _ in quoted("settings") }
+                out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count), "refused": [\#(refused.joined(separator: ", "))]}}"#)
+            case ("opened", 1):
+                out.line(#"{"opened": \#(seconds(opened)), "cpu": \#(openedCPU)}"#)
+            case ("count", 1):
+                let asking = ContinuousClock.now
+                let count = await engine.pendingCount
+                out.line(#"{"count": \#(count), "took": \#(seconds(ContinuousClock.now - asking))}"#)
+            case ("take", 1):
+                let pending = try await engine.pending
+                let numbers = pending.refusals.map(\.number) + pending.settingsRefusals.map(\.number)
+                try await engine.acknowledgeRefusals(numbers)
+                out.line(#"{"taken": \#(numbers.count)}"#)
             case ("second", 1):
                 do {
                     _ = try SyncEngine(client: client, stateDirectory: state, store: store)
@@ -246,10 +246,10 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
     if let failure { throw failure }
 }
 
-/// The CPU time of the calling thread, in seconds.
-func threadCPUSeconds() -> Double {
+/// The process's CPU time, in seconds.
+func processCPUSeconds() -> Double {
     var now = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 

@@ -1,7 +1,8 @@
 import Foundation
 import MockCloudClient
+import MockCloudClientTestSupport
 import MockCloudJSON
-import MockCloudTestSupport
+import MockCloudPortableTestSupport
 import Testing
 
 /// The engine as an app's lifecycle meets it: close and reopen, a
