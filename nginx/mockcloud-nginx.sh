@@ -549,7 +549,11 @@ cmd_serve() {
     load_settings
     local sleeper=""
     on_signal() {
-        trap - INT TERM
+        # Ignored from here on, not reset: a group's TERM comes twice (once
+        # from a supervisor, once more from make), and a second one must not
+        # end this shell before stop_all reaches nginx, which runs in a
+        # session of its own.
+        trap '' INT TERM
         [[ -z "$sleeper" ]] || kill "$sleeper" 2>/dev/null || true
         say "" >&2
         say "$PROG: stopping" >&2
@@ -565,7 +569,7 @@ cmd_serve() {
         wait "$sleeper" || true
         sleeper=""
         if ! is_process "$(recorded_pid nginx)" nginx || ! is_process "$(recorded_pid fcgiwrap)" fcgiwrap; then
-            trap - INT TERM
+            trap '' INT TERM
             warn "nginx or fcgiwrap exited unexpectedly; see $RUN/logs/error.log"
             stop_all
             exit 1
