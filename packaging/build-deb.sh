@@ -39,6 +39,16 @@ install -m 0644 "$REPO/nginx/mockcloud-locations.conf" "$ROOT/etc/nginx/snippets
 install -m 0644 "$DEB/mockcloud.site" "$ROOT/etc/nginx/sites-available/mockcloud"
 install -m 0644 "$REPO/nginx/mockcloud-http.conf" "$ROOT/etc/nginx/conf.d/mockcloud.conf"
 install -m 0644 "$DEB/fcgiwrap-mockcloud.conf" "$ROOT/lib/systemd/system/fcgiwrap.service.d/mockcloud.conf"
+# The FastCGI mode's units: a socket and a service per program, instances
+# of one template each; both sockets enabled here, statically, so that
+# switching the mode is the site's one line (docs/OPERATIONS.md).
+install -d "$ROOT/lib/systemd/system/sockets.target.wants"
+for unit in mockcloud-fastcgi@.socket mockcloud-fastcgi@.service; do
+    install -m 0644 "$DEB/$unit" "$ROOT/lib/systemd/system/$unit"
+done
+for program in user-settings inbox; do
+    ln -s ../mockcloud-fastcgi@.socket "$ROOT/lib/systemd/system/sockets.target.wants/mockcloud-fastcgi@$program.socket"
+done
 
 # Documentation, as Debian wants it.
 install -m 0644 "$DEB/copyright" "$ROOT/usr/share/doc/mockcloud/copyright"
