@@ -54,14 +54,14 @@ tree_of() {
         }'
 }
 
-it "SIGTERM twice in a row to make serve's process group leaves no nginx, fcgiwrap or program running"
+it "SIGTERM twice in a row to make serve's process group leaves no nginx, fcgiwrap, pool or program running"
 # As a supervisor, `timeout` or `kill -TERM -PGID` stop it: the whole group
 # gets TERM, make forwards its own to the launcher, and here the group gets
 # a second one while the launcher is stopping. Every process the stack started (each recorded in
 # its run directory, with what runs below it) must be gone.
 group_run="$WORK/group"
 group_port="$(free_port)"
-env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS MOCKCLOUD_RUN="$group_run" MOCKCLOUD_DATA="$WORK/group-data" MOCKCLOUD_PORT="$group_port" \
+env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS MOCKCLOUD_MODE="$TEST_MODE" MOCKCLOUD_RUN="$group_run" MOCKCLOUD_DATA="$WORK/group-data" MOCKCLOUD_PORT="$group_port" \
     setsid make -C "$REPO" --no-print-directory -o deps -o install serve >"$WORK/group.out" 2>&1 &
 group_pid=$!
 SERVER_PIDS+=("$group_pid")
