@@ -168,6 +168,7 @@ package enum FastCGIProgram {
         _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
     ) -> Never {
         Sys.resetForWorker()
+        LastWords.endRequest()    // idle: a signal has nobody to answer
         var served = 0
         while options.maxRequests == 0 || served < options.maxRequests {
             Sys.holdTermination(false)
@@ -188,7 +189,7 @@ package enum FastCGIProgram {
     }
 
     /// Serves the requests of one connection (at most `left`); how many.
-    static func serve(
+    package static func serve(
         connection accepted: FileDescriptor, listening: FileDescriptor, name: String, bodyLimit: Int, left: Int,
         _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
     ) -> Int {
