@@ -700,7 +700,7 @@ def render(args, series, routes, named, start_results, feed_results, anatomy_row
         (p, os.path.join(CGI_BIN, p)) for p in ("user-settings", "inbox")]
     out += ["", "**Binary sizes**: " + ", ".join(
         f"{name} {os.path.getsize(path) / 2**20:.1f} MiB ({os.path.getsize(path):,} bytes)" for name, path in sizes)
-        + ".", "", "**Targets** (the contract's):", ""]
+        + ".", "", "**Targets** (the contract's; the FastCGI mode's goals are issue 37's):", ""]
     out += [f"- {v}" for v in verdicts]
     return "\n".join(out)
 
