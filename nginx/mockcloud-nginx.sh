@@ -229,38 +229,52 @@ load_mode_settings() {
     FASTCGI_DIR=""
     [[ "$MODE" != fastcgi ]] || FASTCGI_DIR="$RUN/fastcgi"
     # sun_path holds 108 bytes including the terminating NUL.
-    if ((${#FASTCGI_DIR} + 19 > 107)); then
-        die "MOCKCLOUD_RUN is too long for the FastCGI sockets ($FASTCGI_DIR/user-settings.sock must be at most 107 bytes): use a shorter MOCKCLOUD_RUN"
+    if ((${#FASTCGI_DIR} + 25 > 107)); then
+        die "MOCKCLOUD_RUN is too long for the FastCGI sockets ($FASTCGI_DIR/user-settings-waits.sock must be at most 107 bytes): use a shorter MOCKCLOUD_RUN"
     fi
 }
 
-# The programs that run as pools in FastCGI mode, each under its own name.
-readonly FASTCGI_PROGRAMS=(user-settings inbox)
+# The pools of FastCGI mode: each program's, and its pool for waits
+# (nginx sends a read with ?wait= there, mockcloud-http.conf), each named
+# as its socket, pid file and log are.
+readonly FASTCGI_POOLS=(user-settings user-settings-waits inbox inbox-waits)
 
-# FastCGI mode: each program's pool (a master and its workers) on
-# $FASTCGI_DIR/<program>.sock, as the serving user, with a clean
-# environment (settings and secrets come as fastcgi_params, as in CGI
-# mode); the master's log lines and its workers' go to logs/<program>.log.
+# A pool's program: its name without -waits.
+pool_program() { printf '%s' "${1%-waits}"; }
+
+# Workers of POOL: MOCKCLOUD_FASTCGI_WORKERS, or for waits as many as
+# fcgiwrap has processes in CGI mode (64): the box's 48 places for waiting
+# requests (the programs count them) and 16 more, so that a wait past the
+# places is refused at once, never queued (docs/OPERATIONS.md).
+pool_workers() {
+    if [[ "$1" == *-waits ]]; then printf '64'; else printf '%s' "$((10#$FASTCGI_WORKERS))"; fi
+}
+
+# FastCGI mode: each pool (a master and its workers) on
+# $FASTCGI_DIR/<pool>.sock, as the serving user, with a clean environment
+# (settings and secrets come as fastcgi_params, as in CGI mode); the
+# master's log lines and its workers' go to logs/<pool>.log.
 start_fastcgi_pools() {
-    local program pid i
+    local pool program pid i
     local as_user=()
     [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$SERVE_GROUP" --init-groups --inh-caps=-all --)
     mkdir -p -m 0700 "$FASTCGI_DIR"
     [[ -z "$SERVE_USER" ]] || chown "$SERVE_USER:$SERVE_GROUP" "$FASTCGI_DIR"
-    for program in "${FASTCGI_PROGRAMS[@]}"; do
+    for pool in "${FASTCGI_POOLS[@]}"; do
+        program="$(pool_program "$pool")"
         [[ -x "$CGI_BIN/$program" ]] || die "$CGI_BIN/$program is missing: run 'make install'"
-        rm -f "$FASTCGI_DIR/$program.sock"
-        "${as_user[@]}" env -i PATH=/usr/bin:/bin "$CGI_BIN/$program" --fastcgi "unix:$FASTCGI_DIR/$program.sock" \
-            --workers "$((10#$FASTCGI_WORKERS))" --max-requests "$((10#$FASTCGI_MAX_REQUESTS))" \
-            </dev/null >>"$RUN/logs/$program.log" 2>&1 &
+        rm -f "$FASTCGI_DIR/$pool.sock"
+        "${as_user[@]}" env -i PATH=/usr/bin:/bin "$CGI_BIN/$program" --fastcgi "unix:$FASTCGI_DIR/$pool.sock" \
+            --workers "$(pool_workers "$pool")" --max-requests "$((10#$FASTCGI_MAX_REQUESTS))" \
+            </dev/null >>"$RUN/logs/$pool.log" 2>&1 &
         pid=$!
-        printf '%s\n' "$pid" >"$RUN/$program.pid"
+        printf '%s\n' "$pid" >"$RUN/$pool.pid"
         for ((i = 0; i < 100; i++)); do
-            [[ -S "$FASTCGI_DIR/$program.sock" ]] && continue 2
+            [[ -S "$FASTCGI_DIR/$pool.sock" ]] && continue 2
             [[ -d "/proc/$pid" ]] || break
             sleep 0.05
         done
-        warn "the $program pool did not start: $(tail -n 5 "$RUN/logs/$program.log" 2>/dev/null)"
+        warn "the $pool pool did not start: $(tail -n 5 "$RUN/logs/$pool.log" 2>/dev/null)"
         stop_fastcgi_pools
         exit 1
     done
@@ -270,19 +284,19 @@ start_fastcgi_pools() {
 # lets the workers finish their requests, then exits; stop_pid_tree then
 # ends whatever is left below it (an upkeep still running).
 stop_fastcgi_pools() {
-    local program
-    for program in "${FASTCGI_PROGRAMS[@]}"; do
-        stop_pid_tree "$(recorded_pid "$program")" "$program"
-        rm -f "$RUN/$program.pid" "$RUN/fastcgi/$program.sock"
+    local pool
+    for pool in "${FASTCGI_POOLS[@]}"; do
+        stop_pid_tree "$(recorded_pid "$pool")" "$(pool_program "$pool")"
+        rm -f "$RUN/$pool.pid" "$RUN/fastcgi/$pool.sock"
     done
 }
 
 # True while what serves the routes behind nginx runs: fcgiwrap, or every pool.
 backends_alive() {
-    local program
+    local pool
     if [[ "$MODE" == fastcgi ]]; then
-        for program in "${FASTCGI_PROGRAMS[@]}"; do
-            is_process "$(recorded_pid "$program")" "$program" || return 1
+        for pool in "${FASTCGI_POOLS[@]}"; do
+            is_process "$(recorded_pid "$pool")" "$(pool_program "$pool")" || return 1
         done
     else
         is_process "$(recorded_pid fcgiwrap)" fcgiwrap
@@ -547,9 +561,9 @@ wait_ready() {
 
 start_all() {
     local name pid
-    for name in nginx fcgiwrap "${FASTCGI_PROGRAMS[@]}"; do
+    for name in nginx fcgiwrap "${FASTCGI_POOLS[@]}"; do
         pid="$(recorded_pid "$name")"
-        if is_process "$pid" "$name"; then
+        if is_process "$pid" "$(pool_program "$name")"; then
             die "$name is already running for $RUN (pid $pid): run '$PROG stop' with MOCKCLOUD_RUN=$RUN first"
         fi
     done

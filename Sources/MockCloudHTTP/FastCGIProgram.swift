@@ -129,6 +129,7 @@ package enum FastCGIProgram {
             CGIProgram.log(name, "cannot listen: \(error)")
             Sys.exit(1)
         }
+        Sys.unblockAllSignals()
         Sys.onTerminate { _ in FastCGIProgram.stopping = true }
         var workers: Set<Int32> = []
         func start() {
@@ -148,6 +149,9 @@ package enum FastCGIProgram {
             guard workers.remove(pid) != nil else { continue }
             switch end {
             case .signaled(let signal): CGIProgram.log(name, "worker \(pid) ended by \(Sys.signalName(signal)); starting another")
+            case .exited(let status) where status > 128 && status <= 128 + 64:
+                // LastWords answered its request, then ended it as the signal would have.
+                CGIProgram.log(name, "worker \(pid) ended by \(Sys.signalName(status - 128)) (its request answered); starting another")
             case .exited(let status) where status != 0:
                 CGIProgram.log(name, "worker \(pid) exited with status \(status); starting another")
             case .exited: break    // recycled after --max-requests

@@ -111,12 +111,22 @@ extension Sys {
         _ = sigaction(SIGINT, &action, nil)
     }
 
-    /// SIGTERM and SIGINT back to their default (ending the process), and
-    /// children reaped by the system (a worker's upkeep processes).
+    /// SIGTERM and SIGINT back to their default (ending the process),
+    /// children reaped by the system (a worker's upkeep processes), and a
+    /// SIGTERM when the parent (the pool's master) ends, however it ends.
     package static func resetForWorker() {
         _ = signal(SIGTERM, SIG_DFL)
         _ = signal(SIGINT, SIG_DFL)
         _ = signal(SIGCHLD, SIG_IGN)
+        _ = systemPrctl(1, UInt(SIGTERM), 0, 0, 0)    // PR_SET_PDEATHSIG (linux/prctl.h)
+    }
+
+    /// No signal blocked: a server started with some blocked (inherited from
+    /// whoever started it) would never see its alarm or its stop.
+    package static func unblockAllSignals() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        _ = sigprocmask(SIG_SETMASK, &set, nil)
     }
 
     /// Holds SIGTERM and SIGINT back (`true`) while a request is served, or
@@ -139,3 +149,7 @@ extension Sys {
 /// `accept4(2)`, a GNU extension that Glibc's module leaves out, bound by its C symbol.
 @_silgen_name("accept4")
 private func systemAccept4(_ fd: Int32, _ address: UnsafeMutableRawPointer?, _ length: UnsafeMutableRawPointer?, _ flags: Int32) -> Int32
+
+/// `prctl(2)`, variadic in C, bound by its C symbol with its five arguments.
+@_silgen_name("prctl")
+private func systemPrctl(_ option: Int32, _ a: UInt, _ b: UInt, _ c: UInt, _ d: UInt) -> Int32
