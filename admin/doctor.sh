@@ -111,13 +111,18 @@ else
     # -- the FastCGI mode: each program's socket unit and its pool. A pool
     # not running yet is fine (the socket starts it on the first request);
     # one that systemd gave up on, or that runs as root, is not.
-    [[ -f "$PREFIX/lib/systemd/system/mockcloud-fastcgi@.socket" && -f "$PREFIX/lib/systemd/system/mockcloud-fastcgi@.service" ]] ||
-        problem "the FastCGI mode's units (mockcloud-fastcgi@.socket, .service) are missing" "apt-get install --reinstall mockcloud"
-    for program in user-settings inbox; do
+    for unit in mockcloud-fastcgi@.socket mockcloud-fastcgi@.service mockcloud-fastcgi-waits@.socket mockcloud-fastcgi-waits@.service; do
+        [[ -f "$PREFIX/lib/systemd/system/$unit" ]] ||
+            problem "the FastCGI mode's unit $unit is missing" "apt-get install --reinstall mockcloud"
+    done
+    # Each program's pool, and its pool for waits (the same program).
+    for pool in user-settings user-settings-waits inbox inbox-waits; do
+        program="${pool%-waits}"
         unit="mockcloud-fastcgi@$program"
-        sock="$PREFIX$FASTCGI_DIR/$program.sock"
+        [[ "$pool" == "$program" ]] || unit="mockcloud-fastcgi-waits@$program"
+        sock="$PREFIX$FASTCGI_DIR/$pool.sock"
         if [[ ! -S "$sock" ]]; then
-            problem "the site passes $program's routes to $sock (\$mockcloud_fastcgi), which is not a socket ($unit.socket is not running)" \
+            problem "the site passes $program's $([[ "$pool" == "$program" ]] && echo routes || echo waits) to $sock (\$mockcloud_fastcgi), which is not a socket ($unit.socket is not running)" \
                 "systemctl enable --now $unit.socket, or set \$mockcloud_fastcgi \"\" in $SITE for the CGI mode"
         elif [[ "$(stat -c %U "$sock")" != "$USER_NAME" ]]; then
             problem "$sock belongs to $(stat -c %U "$sock"), not $USER_NAME (nginx's workers cannot reach it)" \
@@ -128,7 +133,7 @@ else
         fi
         for pid in $(behind "$sock" "$program"); do
             ! as_root "$pid" ||
-                problem "the $program pool (pid $pid, behind $sock) runs as root" "systemctl revert $unit.service && systemctl restart $unit.service"
+                problem "the $pool pool (pid $pid, behind $sock) runs as root" "systemctl revert $unit.service && systemctl restart $unit.service"
         done
     done
 fi

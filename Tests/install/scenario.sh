@@ -140,29 +140,36 @@ mode() {
     sed -i "s|^\( *set \$mockcloud_fastcgi *\).*|\1\"$1\";|" "$ROOT/etc/nginx/sites-available/mockcloud" &&
         in_root nginx -t -q && in_root nginx -s reload
 }
-# A pool as systemd would start it from the installed units
-# (mockcloud-fastcgi@.socket and .service, read by start_unit.py: the
-# socket in /run/mockcloud, www-data, the workers).
+# start_pool TEMPLATE PROGRAM: a pool as systemd would start it from the
+# installed units (TEMPLATE@.socket and .service, read by start_unit.py:
+# the socket in /run/mockcloud, www-data, the workers).
 start_pool() {
-    python3 "$REPO/Tests/install/start_unit.py" "$ROOT" mockcloud-fastcgi@.service "$1" </dev/null >>"$WORK/pool-$1.log" 2>&1 &
-    within 100 test -S "$ROOT/run/mockcloud/$1.sock" && return 0
-    echo "the $1 pool did not start: $(cat "$WORK/pool-$1.log")"
+    local sock="$2.sock"
+    [[ "$1" != *-waits ]] || sock="$2-waits.sock"
+    python3 "$REPO/Tests/install/start_unit.py" "$ROOT" "$1@.service" "$2" </dev/null >>"$WORK/pool-$1-$2.log" 2>&1 &
+    within 100 test -S "$ROOT/run/mockcloud/$sock" && return 0
+    echo "the $1@$2 pool did not start: $(cat "$WORK/pool-$1-$2.log")"
     return 1
 }
 
-say "the FastCGI mode: its units installed (a socket and a service per program), the site switched in one step, a pool per program started as systemd would"
-check test -f "$ROOT/lib/systemd/system/mockcloud-fastcgi@.socket"
-check test -f "$ROOT/lib/systemd/system/mockcloud-fastcgi@.service"
-check test -L "$ROOT/lib/systemd/system/sockets.target.wants/mockcloud-fastcgi@user-settings.socket"
-check test -L "$ROOT/lib/systemd/system/sockets.target.wants/mockcloud-fastcgi@inbox.socket"
-check start_pool user-settings && check start_pool inbox && check mode /run/mockcloud
-head -n 1 "$WORK/pool-user-settings.log"
+say "the FastCGI mode: its units installed (a socket and a service per program, and per program for its waits), the site switched in one step, the pools started as systemd would"
+for template in mockcloud-fastcgi mockcloud-fastcgi-waits; do
+    check test -f "$ROOT/lib/systemd/system/$template@.socket"
+    check test -f "$ROOT/lib/systemd/system/$template@.service"
+    for program in user-settings inbox; do
+        check test -L "$ROOT/lib/systemd/system/sockets.target.wants/$template@$program.socket"
+        check start_pool "$template" "$program"
+    done
+done
+check mode /run/mockcloud
+head -n 1 "$WORK/pool-mockcloud-fastcgi-user-settings.log"
 check [ "$(stat -c '%U %a' "$ROOT/run/mockcloud/inbox.sock")" == "www-data 660" ]
+check [ "$(stat -c '%U %a' "$ROOT/run/mockcloud/inbox-waits.sock")" == "www-data 660" ]
 
-say "the FastCGI mode: the acceptance suite's settings and inbox cases through TLS with --cacert"
+say "the FastCGI mode: the acceptance suite's settings, inbox and waiting cases through TLS with --cacert"
 MOCKCLOUD_TEST_BASE=https://127.0.0.1:8443 MOCKCLOUD_TEST_CACERT="$ca" MOCKCLOUD_TEST_DATA="$ROOT/var/lib/mockcloud" \
     "$REPO/Tests/acceptance/run.sh" "$REPO/Tests/acceptance/cases/settings.sh" "$REPO/Tests/acceptance/cases/inbox.sh" \
-    >"$WORK/acceptance-fastcgi.out" 2>&1
+    "$REPO/Tests/acceptance/cases/waiting.sh" >"$WORK/acceptance-fastcgi.out" 2>&1
 acceptance=$?
 grep -E 'passed, ' "$WORK/acceptance-fastcgi.out"
 grep '^FAIL' -A3 "$WORK/acceptance-fastcgi.out"
