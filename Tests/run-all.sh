@@ -84,12 +84,23 @@ job() {
     COMMAND[$name]="$(printf '%q ' "$@")"
 }
 
+# The FastCGI mode: the same suites against stacks in that mode, the
+# subset docs/TESTING.md names ("Both modes"); its answers are not kept for
+# the API check (the CGI mode's are). The rest in make test-all.
+FASTCGI=(env -u MOCKCLOUD_API_RECORD MOCKCLOUD_TEST_MODE=fastcgi)
+FASTCGI_CASES=()
+for case in settings inbox bulk conditional patch lww fieldmerge hostile signing tokens launcher; do
+    FASTCGI_CASES+=("Tests/acceptance/cases/$case.sh")
+done
 job acceptance "" Tests/acceptance/run.sh
 BUILD=1 job "build (tests)" "" swift build --build-tests "${TEST_BUILD[@]}"
 job stress "" Tests/stress/short.sh
 for part in tool urlsession curl watch waits; do
     job "client ($part)" "" Tests/client/run.py --part "$part"
 done
+job "acceptance (fastcgi)" "" "${FASTCGI[@]}" Tests/acceptance/run.sh "${FASTCGI_CASES[@]}"
+job "client (fastcgi)" "" "${FASTCGI[@]}" Tests/client/run.py --part curl
+job "fastcgi chaos" "" Tests/stress/fastcgi.py
 # One pip at a time in .build/venv: after api-packages. The document
 # against a stack of its own, beside the acceptance cases; then against
 # the answers they kept.
@@ -105,17 +116,6 @@ job reinstall "" Tests/reinstall/run.py
 job instructions "" Tests/budget/instructions.sh
 job formats "" Tests/support/check_formats.py
 job symbol-order "" Tests/budget/symbol-order.sh
-# The FastCGI mode: the same suites against stacks in that mode, the
-# subset docs/TESTING.md names ("Both modes"); its answers are not kept for
-# the API check (the CGI mode's are). The rest in make test-all.
-FASTCGI=(env -u MOCKCLOUD_API_RECORD MOCKCLOUD_TEST_MODE=fastcgi)
-FASTCGI_CASES=()
-for case in settings inbox bulk conditional patch lww fieldmerge hostile signing tokens launcher; do
-    FASTCGI_CASES+=("Tests/acceptance/cases/$case.sh")
-done
-job "fastcgi chaos" "" Tests/stress/fastcgi.py
-job "acceptance (fastcgi)" "" "${FASTCGI[@]}" Tests/acceptance/run.sh "${FASTCGI_CASES[@]}"
-job "client (fastcgi)" "" "${FASTCGI[@]}" Tests/client/run.py --part curl
 if ((ALL)); then
     job "acceptance (fastcgi, all)" "" "${FASTCGI[@]}" Tests/acceptance/run.sh
     job "api (fastcgi)" api-packages "${FASTCGI[@]}" Tests/api/run.sh service
