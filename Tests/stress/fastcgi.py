@@ -27,6 +27,13 @@ accept4, read from /proc/PID/syscall). Then:
   no refusal    the clients never met a refused or broken connection, and
                 nginx's error log names no connect() to a pool that failed.
 
+Then the waits' pool (inbox-waits: every `?wait=` read goes there) with 6
+feed waits held in it from 3 addresses: each process holding one is killed
+with SIGKILL. Each waiting client gets a JSON error at once; a write
+meanwhile answers 201 as ever; the same waits sent again are held, and the
+next write answers every one of them with its change; the pool is whole
+again.
+
 Prints ok/FAIL lines and `N passed, M failed` last (Tests/support/suite.py).
 Everything listens on 127.0.0.1 in a temporary directory and is stopped by PID.
 """
@@ -47,16 +54,20 @@ import stack  # noqa: E402
 import suite  # noqa: E402
 
 KEY = "chaos"
+WAIT_KEY = "chaos-waits"
 WORKERS = 4
+WAITS_WORKERS = 64      # the launcher's pool for waits (nginx/mockcloud-nginx.sh)
 ACCEPT4 = "288"     # x86_64: a worker blocked here waits for its next request
 POOLS = ("user-settings", "inbox")
 
 
-def pool_workers(run, program):
-    """The workers of `program`'s pool: the children of the master whose PID
-    the launcher recorded, under the program's name; {pid: syscall}."""
+def pool_workers(run, pool, program=None):
+    """The workers of a pool (a program's, or its pool for waits): the
+    children of the master whose PID the launcher recorded, under the
+    program's name; {pid: syscall}."""
+    program = program or pool
     try:
-        master = int(open(os.path.join(run, program + ".pid")).read())
+        master = int(open(os.path.join(run, pool + ".pid")).read())
     except (OSError, ValueError):
         return {}
     workers = {}
@@ -314,7 +325,73 @@ def chaos(args, checks, box):
     except OSError as error:
         refused.append(str(error))
     checks.check("nginx never failed to connect to a pool (error.log)", refused)
+    waits_killed(checks, box)
     return checks.summary()
+
+
+def held(box, source, anchor, answers):
+    """A feed wait from `source`, its (status, content type, body, seconds) added to `answers`."""
+    def run():
+        client = Client(box.base, threading.Event(), None)
+        client.source = source
+        started = time.monotonic()
+        answer = client.send("GET", "/inbox?anchor=%s&wait=30" % anchor, {"X-User-Key": WAIT_KEY})
+        answers.append((answer or (0, "", b""))[:3] + (time.monotonic() - started,))
+        if client.conn:
+            client.conn.close()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def waits_killed(checks, box):
+    writer = Client(box.base, threading.Event(), None)
+
+    def write(ident):
+        answer = writer.send("PUT", "/inbox/" + ident, {"X-User-Key": WAIT_KEY, "X-Sync-Version": "1"}, b'{"kg": 70}')
+        return answer and answer[0]
+
+    write("w-0")
+    first = writer.send("GET", "/inbox?limit=100", {"X-User-Key": WAIT_KEY})
+    anchor = json.loads(first[2])["anchor"]
+    sources = ["127.0.0.%d" % (250 + i % 3) for i in range(6)]
+
+    def holding():
+        return [pid for pid, syscall in pool_workers(box.run, "inbox-waits", "inbox").items() if syscall != ACCEPT4]
+    answers = []
+    threads = [held(box, source, anchor, answers) for source in sources]
+    suite.until(lambda: len(holding()) >= len(threads) or answers, timeout=30)
+    holders = holding()
+    checks.check("6 feed waits are held in the waits' pool, none answered yet",
+                 [] if len(holders) >= 6 and not answers else ["%d held, answers %s" % (len(holders), answers)])
+    for pid in holders:
+        os.kill(pid, signal.SIGKILL)
+    for thread in threads:
+        thread.join(40)
+    bad = [a for a in answers if not (a[0] >= 500 and a[1].split(";")[0] == "application/json" and a[3] < 25)]
+    checks.check("every client whose wait was killed got a JSON 5xx at once, not a hang or a broken connection",
+                 [] if len(answers) == 6 and not bad else ["%d answers: %s" % (len(answers), [a[:2] for a in answers])])
+    status = write("w-1")
+    checks.check("a write beside the killed waits answers 201", [] if status == 201 else ["answered %s" % status])
+    # Following on: from the anchor after w-1, the waits are held until w-2.
+    page = writer.send("GET", "/inbox?limit=100&anchor=" + anchor, {"X-User-Key": WAIT_KEY})
+    anchor = json.loads(page[2])["anchor"]
+    answers = []
+    threads = [held(box, source, anchor, answers) for source in sources[:4]]
+    suite.until(lambda: len(holding()) >= len(threads) or answers, timeout=30)
+    early = list(answers)
+    status = write("w-2")
+    for thread in threads:
+        thread.join(40)
+    with_change = [a for a in answers if a[0] == 200 and b'"w-2"' in a[2]]
+    checks.check("the same clients following again are held, and the next write answers each with its change",
+                 [] if not early and status == 201 and len(with_change) == 4 else
+                 ["answered before the write: %s; the write: %s; after: %s" % (
+                     [a[:2] for a in early], status, [a[:3] for a in answers])])
+    suite.until(lambda: len(pool_workers(box.run, "inbox-waits", "inbox")) == WAITS_WORKERS, timeout=60, step=0.1)
+    count = len(pool_workers(box.run, "inbox-waits", "inbox"))
+    checks.check("the waits' pool has its %d workers again" % WAITS_WORKERS,
+                 [] if count == WAITS_WORKERS else ["%d workers" % count])
 
 
 if __name__ == "__main__":
