@@ -166,7 +166,8 @@ head -n 1 "$WORK/pool-mockcloud-fastcgi-user-settings.log"
 check [ "$(stat -c '%U %a' "$ROOT/run/mockcloud/inbox.sock")" == "www-data 660" ]
 check [ "$(stat -c '%U %a' "$ROOT/run/mockcloud/inbox-waits.sock")" == "www-data 660" ]
 
-say "the FastCGI mode: the acceptance suite's settings, inbox and waiting cases through TLS with --cacert"
+say "the FastCGI mode: the acceptance suite's settings, inbox and waiting cases through TLS with --cacert, on an emptied data directory (the cases expect the keys they write to be new)"
+find "$ROOT/var/lib/mockcloud" -mindepth 1 -delete
 MOCKCLOUD_TEST_BASE=https://127.0.0.1:8443 MOCKCLOUD_TEST_CACERT="$ca" MOCKCLOUD_TEST_DATA="$ROOT/var/lib/mockcloud" \
     "$REPO/Tests/acceptance/run.sh" "$REPO/Tests/acceptance/cases/settings.sh" "$REPO/Tests/acceptance/cases/inbox.sh" \
     "$REPO/Tests/acceptance/cases/waiting.sh" >"$WORK/acceptance-fastcgi.out" 2>&1
