@@ -35,8 +35,9 @@ enum LastWords {
             Sys.exitFromHandler(1)
         }
         Sys.onFault { number in
-            LastWords.say(WriteProgress.mayHaveChanged ? LastWords.crash.maybe : LastWords.crash.unchanged)
+            // The line first: nginx reads no FastCGI stderr after the request's end.
             LastWords.log(LastWords.crashLog)
+            LastWords.say(WriteProgress.mayHaveChanged ? LastWords.crash.maybe : LastWords.crash.unchanged)
             Sys.exitFromHandler(128 + number)
         }
     }

@@ -19,10 +19,15 @@ import Testing
     /// Starts the pool, its stderr to pool.log (posix_spawn: Foundation's
     /// Process would reap it behind the test's back).
     init() throws {
+        try self.init(extra: [])
+    }
+
+    /// With more arguments (`--max-requests N`).
+    init(extra: [String]) throws {
         folder = try TemporaryDirectory(prefix: "mockcloud-fcgi")
         try FileManager.default.createDirectory(atPath: folder.file("data"), withIntermediateDirectories: false)
         let program = ProgramRunner.binDirectory.appendingPathComponent("user-settings").path
-        let arguments = [program, "--fastcgi", "unix:" + folder.file("s.sock"), "--workers", "1"]
+        let arguments = [program, "--fastcgi", "unix:" + folder.file("s.sock"), "--workers", "1"] + extra
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         var environment: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/bin:/bin"), nil]
         defer { for pointer in argv + environment { free(pointer) } }
@@ -147,5 +152,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: socket))
         // The worker was the master's child: reaped by it, so gone, not a zombie.
         #expect(kill(worker, 0) == -1 && errno == ESRCH)
+    }
+
+    @Test func maxRequestsOneServesEachRequestInAWorkerOfItsOwn() throws {
+        stop()    // this instance's own pool: the test needs one that recycles
+        let pool = try FastCGIPoolTests(extra: ["--max-requests", "1"])
+        defer { pool.stop() }
+        var served: [Int32] = []
+        for round in 0..<3 {
+            var worker: Int32?
+            for _ in 0..<500 where worker == nil {
+                worker = pool.workers().first { !served.contains($0) }
+                if worker == nil { usleep(10_000) }
+            }
+            served.append(try #require(worker, "round \(round): no new worker"))
+            #expect(try pool.exchange(pool.params("GET", headers: ["X-User-Key": "u\(round)"])).status == 404)
+            // The worker that served it ends; the master starts the next.
+            var tries = 0
+            while pool.workers().contains(served[round]) && tries < 500 {
+                usleep(10_000)
+                tries += 1
+            }
+            #expect(!pool.workers().contains(served[round]))
+        }
+        #expect(Set(served).count == 3)
+        // A recycled worker is no failure: nothing of it in the log.
+        let log = (try? String(contentsOfFile: pool.log, encoding: .utf8)) ?? ""
+        #expect(!log.contains("exited") && !log.contains("ended by"), "\(log)")
     }
 }
