@@ -76,7 +76,10 @@ acceptance: install
 	@Tests/acceptance/run.sh
 
 ## Per-request cost beside a C CGI floor, through nginx + TLS and as bare
-## process starts; PEER=path/to/python_mock_cloud.py adds the Python peer.
+## process starts, in both modes (CGI, FastCGI) beside nginx's fixed-body
+## ceiling; PEER=path/to/python_mock_cloud.py adds the Python peer, stock
+## and tuned (its handlers under uvicorn + uvloop + httptools, 2 workers,
+## from PyPI into .build/bench-venv by packaging/deps.sh bench).
 ## Tables to stdout and Benchmarks/results/latest.md (docs/PERFORMANCE.md's are copied by hand).
 bench:
 	@packaging/deps.sh bench
@@ -167,6 +170,15 @@ fuzz-api: deps install
 bench-wait: install
 	@packaging/deps.sh serve
 	@python3 Benchmarks/wait_bench.py $(BENCH_WAIT_ARGS)
+
+## Thousands of waits on the FastCGI mode (Benchmarks/waits_bench.py, about
+## a minute): 2,000 waits from 40 addresses, the stack's CPU over 10 s while
+## they wait, an ordinary GET beside them against alone, and one write
+## answering them all; Benchmarks/results/waits.md.
+.PHONY: bench-waits
+bench-waits: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/waits_bench.py $(BENCH_WAITS_ARGS)
 
 ## The places one device (the library following its feed and settings)
 ## holds through restarts and silent breaks: MOCKCLOUD_WAITS_PER_ADDRESS's

@@ -3,18 +3,23 @@
 
     python3 Benchmarks/bench.py [--peer path/to/python_mock_cloud.py]
 
-Starts two stacks with nginx/mockcloud-nginx.sh on free 127.0.0.1 ports, one
-serving cgi-bin/ (ours) and one serving Benchmarks/floor.c built static and
+Starts three stacks with nginx/mockcloud-nginx.sh on free 127.0.0.1 ports:
+cgi-bin/ in the CGI mode (ours) and in the FastCGI mode
+(MOCKCLOUD_MODE=fastcgi), and Benchmarks/floor.c built static and
 installed as both programs (the floor), each with its own temporary data and
-run directory; with --peer, also the Python mock cloud over TLS (the same
-self-signed certificate). Then, in one run:
+run directory; nginx answering a fixed body itself (the ceiling, same TLS);
+with --peer, also the Python mock cloud over TLS, and its same handlers
+under uvicorn + uvloop + httptools with 2 workers (the tuned peer,
+Benchmarks/tuned/, from the venv packaging/deps.sh bench makes), all on
+the same certificate. Then, in one run:
 
 1. hyperfine -N on the programs themselves, the CGI request in hyperfine's
    environment, in interleaved rounds: process start, with and without HMAC
    signing, and the feed page at 100 and 100,000 messages; then each
    request's page faults, CPU time and system calls.
 2. wrk through nginx + TLS, keep-alive, interleaved round by round, the
-   order turning each round: GET and PUT /user/settings, PUT /inbox/<id>
+   order turning each round: GET and PUT /user/settings (every server;
+   the ceiling GET only), PUT /inbox/<id>
    (a new id each request) and a feed page after the newest 10 changes, of an
    inbox of 100 and of 100,000 messages.
 3. Binary sizes.
@@ -48,6 +53,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CGI_BIN = os.path.join(REPO, "cgi-bin")
 LUA = os.path.join(HERE, "wrk", "report.lua")
+# packaging/deps.sh bench makes it (Benchmarks/tuned/requirements.txt).
+TUNED_PYTHON = os.path.join(REPO, ".build", "bench-venv", "bin", "python")
 sys.dont_write_bytecode = True     # no __pycache__ in the repository
 sys.path.insert(0, os.path.join(REPO, "Tests", "support"))
 import bulk_bench  # noqa: E402  (the bulk row; it imports nothing of this file)
@@ -90,20 +97,31 @@ def start_stack(servers, name, work, cgi_bin, **settings):
 
 
 class Peer:
-    """The Python mock cloud over TLS, stopped by its PID."""
+    """A Python peer over TLS (the stock one, or the same handlers under
+    uvicorn: `tuned`), in a session of its own, stopped by its PID."""
 
-    def __init__(self, script, work, cert):
-        self.name = "peer"
+    def __init__(self, name, script, work, cert, tuned=False):
+        self.name = name
         self.port = stack.free_port()
-        self.data = os.path.join(work, "peer-data")
+        self.data = os.path.join(work, f"{name}-data")
         os.makedirs(self.data, mode=0o700)
-        self.log = open(os.path.join(work, "peer.log"), "wb")
+        self.log = open(os.path.join(work, f"{name}.log"), "wb")
+        env = None
+        if tuned:
+            # The same handlers, imported from the peer's file (Benchmarks/tuned/peer_asgi.py),
+            # under uvicorn with uvloop and httptools, 2 workers: one per core.
+            env = dict(os.environ, TUNED_PEER=os.path.abspath(script), TUNED_PEER_ROOT=self.data)
+            command = [TUNED_PYTHON, "-m", "uvicorn", "peer_asgi:app", "--app-dir", os.path.join(HERE, "tuned"),
+                       "--workers", "2", "--loop", "uvloop", "--http", "httptools", "--no-access-log",
+                       "--log-level", "warning", "--host", "127.0.0.1", "--port", str(self.port),
+                       "--ssl-certfile", cert[0], "--ssl-keyfile", cert[1]]
+        else:
+            command = [sys.executable, script, "--root", self.data, "--host", "127.0.0.1", "--port", str(self.port),
+                       "--cert", cert[0], "--keyfile", cert[1]]
         # start_new_session: a Ctrl-C to `make bench` reaches us, not it; we stop it.
-        self.proc = subprocess.Popen(
-            [sys.executable, script, "--root", self.data, "--host", "127.0.0.1", "--port", str(self.port),
-             "--cert", cert[0], "--keyfile", cert[1]],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, start_new_session=True)
-        for _ in range(100):
+        self.proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+                                     start_new_session=True)
+        for _ in range(300):
             try:
                 https(self.port, "GET", "/user/settings", {"X-User-Key": "probe"})
                 return
@@ -111,16 +129,72 @@ class Peer:
                 if self.proc.poll() is not None:
                     break
                 time.sleep(0.1)
-        die(f"the Python peer did not answer on port {self.port}; see {self.log.name}")
+        die(f"the {name} did not answer on port {self.port}; see {self.log.name}")
 
     def stop(self):
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(5)
+                self.proc.wait(10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+class Ceiling:
+    """nginx answering a fixed body itself, through the same TLS setup and
+    worker count as the stacks' (their rendered nginx.conf, its server's
+    routes replaced by one `return`): what no program behind it can beat."""
+
+    def __init__(self, work, ours_conf, body):
+        self.name = "ceiling"
+        self.port = stack.free_port()
+        self.dir = os.path.join(work, "ceiling")
+        os.makedirs(os.path.join(self.dir, "logs"))
+        conf = open(ours_conf).read()
+        run = os.path.dirname(ours_conf)
+        head, server = conf.split("    server {", 1)
+        keep = [line for line in server.splitlines()
+                if line.strip().startswith(("listen", "ssl_", "server_name", "add_header"))]
+        keep = [f"        listen 127.0.0.1:{self.port} ssl http2;" if line.strip().startswith("listen") else line
+                for line in keep]
+        body_text = body.decode().replace("\\", "\\\\").replace("'", "\\'")
+        conf = (head.replace(run, self.dir).replace(f"{self.dir}/nginx.pid", f"{self.dir}/ceiling.pid")
+                + "    server {\n" + "\n".join(keep) + "\n"
+                + f"        location / {{ default_type application/json; return 200 '{body_text}'; }}\n    }}\n}}\n")
+        # Only what the fixed answer needs: no include of the stacks' zones.
+        conf = "\n".join(line for line in conf.splitlines() if "mockcloud-http.conf" not in line)
+        for sub in ("tmp/body", "tmp/fastcgi", "tmp/proxy", "tmp/scgi", "tmp/uwsgi"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        self.conf = os.path.join(self.dir, "nginx.conf")
+        with open(self.conf, "w") as f:
+            f.write(conf)
+        if os.getuid() == 0:
+            subprocess.run(["chown", "-R", "--reference", run, self.dir], check=True)
+        result = subprocess.run([shutil.which("nginx") or "/usr/sbin/nginx", "-p", self.dir + "/", "-c", self.conf,
+                                 "-e", os.path.join(self.dir, "logs", "error.log")],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if result.returncode != 0:
+            die(f"the fixed-body nginx did not start:\n{result.stdout}")
+        for _ in range(100):
+            try:
+                https(self.port, "GET", "/user/settings", {"X-User-Key": "probe"})
+                return
+            except OSError:
+                time.sleep(0.1)
+        die(f"the fixed-body nginx does not answer on port {self.port}")
+
+    def stop(self):
+        try:
+            pid = int(open(os.path.join(self.dir, "ceiling.pid")).read())
+        except (OSError, ValueError):
+            return
+        if open(f"/proc/{pid}/comm").read().strip() == "nginx":
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(100):
+                if not os.path.exists(f"/proc/{pid}"):
+                    break
+                time.sleep(0.1)
 
 
 def https(port, method, path, headers, body=None):
@@ -363,20 +437,26 @@ def build_floor(compiler, work):
 
 
 def start_servers(servers, work, floor_bin, peer_script):
-    """Our stack, the floor's on the same certificate, and the peer when
-    asked for, each added to `servers`."""
+    """Our stack in both modes, the floor's, nginx's fixed-body ceiling and,
+    when asked for, the stock and the tuned peer, all on one certificate,
+    each added to `servers`; the contenders by name."""
     log("starting the stacks")
     ours = start_stack(servers, "ours", work, CGI_BIN)
     cert = (os.path.join(ours.run, "tls", "cert.pem"), os.path.join(ours.run, "tls", "key.pem"))
-    floor_stack = start_stack(servers, "floor", work, floor_bin, MOCKCLOUD_CERT=cert[0], MOCKCLOUD_CERT_KEY=cert[1])
-    peer = None
+    same_cert = dict(MOCKCLOUD_CERT=cert[0], MOCKCLOUD_CERT_KEY=cert[1])
+    named = {"ours": ours,
+             "fastcgi": start_stack(servers, "fastcgi", work, CGI_BIN, MOCKCLOUD_MODE="fastcgi", **same_cert),
+             "floor": start_stack(servers, "floor", work, floor_bin, **same_cert)}
+    servers.append(Ceiling(work, os.path.join(ours.run, "nginx.conf"), SETTINGS_BODY))
+    named["ceiling"] = servers[-1]
     if peer_script:
-        peer = Peer(peer_script, work, cert)
-        servers.append(peer)
-    return ours, floor_stack, peer
+        for name, tuned in (("peer", False), ("tuned", True)):
+            servers.append(Peer(name, peer_script, work, cert, tuned=tuned))
+            named[name] = servers[-1]
+    return named
 
 
-def seed_data(servers, ours, floor_stack, work, large):
+def seed_data(servers, stacks, work, large):
     """The small and large inboxes in both stacks' data and hyperfine's, and
     u1's settings on every server; the inboxes' anchors and hyperfine's data directory."""
     # The seeded inboxes are only read, so they are made once and kept in
@@ -387,7 +467,8 @@ def seed_data(servers, ours, floor_stack, work, large):
     for key, count in (("feed-small", SMALL), ("feed-large", large)):
         seeded[key], anchors[key] = cached_inbox(seed, key, count)
     hdata = os.path.join(work, "hyperfine-data")
-    for data in (ours.data, floor_stack.data, hdata):
+    ours = stacks[0]
+    for data in [stack_.data for stack_ in stacks] + [hdata]:
         os.makedirs(os.path.join(data, "inbox"), mode=0o700, exist_ok=True)
         for key in anchors:
             # Hard links, not a symbolic link: the programs refuse a linked
@@ -402,17 +483,19 @@ def seed_data(servers, ours, floor_stack, work, large):
         subprocess.run(["chown", "-R", "--reference", ours.data, os.path.join(data, "inbox")], check=True)
 
     for server in servers:
+        if server.name == "ceiling":
+            continue
         status, body = https(server.port, "PUT", "/user/settings", {"X-User-Key": "u1"}, SETTINGS_BODY)
         if status != 200:
             die(f"{server.name}: PUT /user/settings answered {status}: {body[:200]!r}")
     return anchors, hdata
 
 
-def check_requests(ours, floor_stack, feed):
+def check_requests(stacks, feed):
     """Every request the benchmark sends, once, with the answer it must get;
-    the feed pages the same from ours and the floor."""
+    the feed pages the same from each stack (ours in both modes, the floor)."""
     pages = {}
-    for server in (ours, floor_stack):
+    for server in stacks:
         checks = [("GET", "/user/settings", "u1", None, 200),
                   ("PUT", "/user/settings", "p0", SETTINGS_BODY, 200),
                   ("PUT", "/inbox/check-1", "writer", b'{"kg": 71.3}', 201),
@@ -427,9 +510,9 @@ def check_requests(ours, floor_stack, feed):
                 if len(page["messages"]) != PAGE or page["hasMore"] is not False:
                     die(f"{server.name}: {path} is not the last {PAGE} messages: {answer[:300]!r}")
                 pages.setdefault(path, []).append(page)
-    for path, (a, b) in pages.items():
-        if a != b:
-            die(f"ours and the floor answer {path} differently")
+    for path, answers in pages.items():
+        if any(answer != answers[0] for answer in answers):
+            die(f"{', '.join(s.name for s in stacks)} answer {path} differently")
 
 
 def signed_settings(work, hdata):
@@ -509,26 +592,30 @@ def measure_anatomy(work, hdata, floor, feed):
     return anatomy_rows
 
 
+STACKS = ("ours", "fastcgi", "floor")
+PEERS = ("peer", "tuned")
+
+
 def wrk_routes(feed, large):
-    """What wrk loads: (label, path, mode, key, method, with the peer)."""
+    """What wrk loads: (label, path, mode, key, method, the servers that run it)."""
     return [
-        ("GET /user/settings", "/user/settings", "get", "u1", "GET", True),
-        ("PUT /user/settings", "/user/settings", "put-settings", "p", "PUT", True),
-        ("PUT /inbox/<id>", "/", "put-inbox", "writer", "PUT", False),
-        (f"GET /inbox feed, {SMALL} msgs", feed["feed-small"], "get", "feed-small", "GET", False),
-        (f"GET /inbox feed, {large:,} msgs", feed["feed-large"], "get", "feed-large", "GET", False),
+        ("GET /user/settings", "/user/settings", "get", "u1", "GET", STACKS + PEERS + ("ceiling",)),
+        ("PUT /user/settings", "/user/settings", "put-settings", "p", "PUT", STACKS + PEERS),
+        ("PUT /inbox/<id>", "/", "put-inbox", "writer", "PUT", STACKS),
+        (f"GET /inbox feed, {SMALL} msgs", feed["feed-small"], "get", "feed-small", "GET", STACKS),
+        (f"GET /inbox feed, {large:,} msgs", feed["feed-large"], "get", "feed-large", "GET", STACKS),
     ]
 
 
-def measure_wrk(args, routes, ours, floor_stack, peer):
+def measure_wrk(args, routes, named):
     """wrk on every route and server, in interleaved rounds after a warm-up;
     the merged Series by (route label, server name)."""
     out_dir = os.path.join(HERE, "out")
     os.makedirs(out_dir, exist_ok=True)
     raw = open(os.path.join(out_dir, "wrk.log"), "w")
     series = collections.defaultdict(Series)
-    for label, path, mode, key, _, with_peer in routes:
-        contenders = [ours, floor_stack] + ([peer] if peer and with_peer else [])
+    for label, path, mode, key, _, names in routes:
+        contenders = [named[name] for name in names if name in named]
         log(f"wrk {label}: {args.rounds} rounds of {args.seconds}s on {', '.join(s.name for s in contenders)}")
         for server in contenders:  # warm-up, not counted
             wrk(server.port, path, mode, key, "warm", 1, args.threads, args.connections, raw)
@@ -556,22 +643,24 @@ def main():
     servers = []
     clean_up_at_exit(servers, work, args.keep)
     floor_bin, floor = build_floor(compiler, work)
-    ours, floor_stack, peer = start_servers(servers, work, floor_bin, args.peer)
-    anchors, hdata = seed_data(servers, ours, floor_stack, work, args.large)
+    named = start_servers(servers, work, floor_bin, args.peer)
+    stacks = [named[name] for name in STACKS]
+    ours = named["ours"]
+    anchors, hdata = seed_data(servers, stacks, work, args.large)
     feed = {key: f"/inbox?anchor={anchor}&limit={PAGE}" for key, anchor in anchors.items()}
-    check_requests(ours, floor_stack, feed)
+    check_requests(stacks, feed)
     start_results, feed_results = measure_starts(args, work, hdata, floor, feed)
     anatomy_rows = measure_anatomy(work, hdata, floor, feed)
     # wrk last: minutes of load leave writeback and reclaim behind them,
     # which the process-start figures above (a quiet box, as a home server
     # mostly is) should not carry.
     routes = wrk_routes(feed, args.large)
-    series = measure_wrk(args, routes, ours, floor_stack, peer)
+    series = measure_wrk(args, routes, named)
     log(f"bulk: messages/s through POST /inbox:bulk of {bulk_bench.BATCH} vs single PUTs, {args.rounds} rounds")
     bulk = bulk_bench.measure(ours.port, ours.data, INBOX_PROGRAM, args.rounds)
 
     load_after = open("/proc/loadavg").read().split()[:3]
-    report = render(args, series, routes, peer, start_results, feed_results, anatomy_rows, floor, load_before,
+    report = render(args, series, routes, named, start_results, feed_results, anatomy_rows, floor, load_before,
                     load_after, time.monotonic() - began)
     report += "\n\n" + bulk_bench.render(bulk)
     print(report)
@@ -597,13 +686,13 @@ def git_revision():
     return rev + ("-dirty" if changed else "")
 
 
-def render(args, series, routes, peer, start_results, feed_results, anatomy_rows, floor, load_before, load_after,
+def render(args, series, routes, named, start_results, feed_results, anatomy_rows, floor, load_before, load_after,
            elapsed):
     """The report in Markdown: where it ran, a table per measurement, the
     binary sizes, and each target's verdict."""
     verdicts = []
     out = [heading(args, load_before, load_after, elapsed)]
-    out += wrk_table(args, series, routes, peer, verdicts)
+    out += wrk_table(args, series, routes, named, verdicts)
     out += start_table(args, start_results, verdicts)
     out += feed_table(args, series, feed_results, verdicts)
     out += anatomy_table(anatomy_rows)
@@ -611,7 +700,7 @@ def render(args, series, routes, peer, start_results, feed_results, anatomy_rows
         (p, os.path.join(CGI_BIN, p)) for p in ("user-settings", "inbox")]
     out += ["", "**Binary sizes**: " + ", ".join(
         f"{name} {os.path.getsize(path) / 2**20:.1f} MiB ({os.path.getsize(path):,} bytes)" for name, path in sizes)
-        + ".", "", "**Targets** (the contract's):", ""]
+        + ".", "", "**Targets** (the contract's; the FastCGI mode's goals are issue 37's):", ""]
     out += [f"- {v}" for v in verdicts]
     return "\n".join(out)
 
@@ -630,39 +719,67 @@ def heading(args, load_before, load_after, elapsed):
             f"load average {' '.join(load_before)} before, {' '.join(load_after)} after; {elapsed:.0f} s in all.")
 
 
-def wrk_table(args, series, routes, peer, verdicts):
+SERVER_NAMES = {"ours": "**ours, CGI**", "fastcgi": "**ours, FastCGI**", "floor": "C floor (CGI)",
+                "peer": "Python peer", "tuned": "tuned Python peer", "ceiling": "nginx, fixed body"}
+# Issue 37's goals for the FastCGI mode, in the same run: GET at least the
+# tuned peer's and 4x the CGI mode's (stretch: half the ceiling), PUT at
+# least 2x the CGI mode's with every fsync kept.
+GOAL_FASTCGI_GET_CGI, GOAL_FASTCGI_PUT_CGI, STRETCH_FASTCGI_CEILING = 4.0, 2.0, 0.5
+
+
+def wrk_table(args, series, routes, named, verdicts):
     """The wrk table's lines, through nginx + TLS; its verdicts added to `verdicts`."""
     out = [
         "",
         f"**Through nginx + TLS** (wrk -t{args.threads} -c{args.connections}, keep-alive; {args.rounds} interleaved "
         f"rounds of {args.seconds} s per route and server, the order turning each round, after a 1 s warm-up; p50/p99 from the merged latency "
-        "histograms). *C floor*: `Benchmarks/floor.c`, the same file work in static C behind the same nginx and "
-        "fcgiwrap; *peer*: the Python mock cloud over TLS.",
+        "histograms). *CGI*: fcgiwrap starts a program per request (the default); *FastCGI*: the same programs "
+        "as persistent workers (`MOCKCLOUD_MODE=fastcgi`); *C floor*: `Benchmarks/floor.c`, the same file work in "
+        "static C behind the same nginx and fcgiwrap; *Python peer*: the stock Python mock cloud over TLS; *tuned "
+        "Python peer*: its same handlers under uvicorn + uvloop + httptools, 2 workers, no fsync "
+        "(`Benchmarks/tuned/`); *nginx, fixed body*: nginx answering the settings document itself, the ceiling.",
         "",
     ]
     rows = []
-    for label, _, _, _, method, with_peer in routes:
-        floor_rps = series[label, "floor"].rps
-        peer_rps = series[label, "peer"].rps if peer and with_peer else 0
-        for name in ["ours", "floor"] + (["peer"] if peer_rps else []):
+    for label, _, _, _, method, names in routes:
+        measured = [name for name in names if name in named]
+        rps = {name: series[label, name].rps for name in measured}
+        for name in measured:
             s = series[label, name]
-            rows.append([label, {"ours": "**ours (Swift)**", "floor": "C floor", "peer": "Python peer"}[name],
-                         f"{s.rps:,.0f}", " / ".join(f"{r:,.0f}" for r in s.rounds),
+            rows.append([label, SERVER_NAMES[name], f"{s.rps:,.0f}", " / ".join(f"{r:,.0f}" for r in s.rounds),
                          f"{s.percentile(50):.2f} ms", f"{s.percentile(99):.2f} ms",
-                         ratio(s.rps, floor_rps), ratio(s.rps, peer_rps) if peer_rps else "–",
-                         s.errors or ""])
-        ours_rps = series[label, "ours"].rps
-        want = TARGET_GET_FLOOR if method == "GET" else TARGET_PUT_FLOOR
-        # The contract sets throughput targets for /user/settings; the inbox
-        # routes are held to the same ratios as a goal of ours.
-        kind = "target" if label.endswith("/user/settings") else "goal, not one of the contract's targets:"
-        verdicts.append(f"{label}: {ours_rps / floor_rps:.2f}× the C floor ({kind} ≥ {want}×) "
-                        f"{verdict(ours_rps / floor_rps >= want)}")
-        if peer_rps:
-            want = TARGET_GET_PEER if method == "GET" else TARGET_PUT_PEER
-            verdicts.append(f"{label}: {ours_rps / peer_rps:.2f}× the Python peer (target ≥ {want}×) {verdict(ours_rps / peer_rps >= want)}")
-    out.append(table(["route", "server", "req/s", "req/s by round", "p50", "p99", "× C floor", "× peer", "errors"], rows))
+                         ratio(s.rps, rps["ours"]), ratio(s.rps, rps["floor"]),
+                         ratio(s.rps, rps["tuned"]) if "tuned" in rps else "–", s.errors or ""])
+        route_verdicts(label, method, rps, verdicts)
+    out.append(table(["route", "server", "req/s", "req/s by round", "p50", "p99", "× CGI", "× C floor",
+                      "× tuned peer", "errors"], rows))
     return out
+
+
+def route_verdicts(label, method, rps, verdicts):
+    """One route's verdicts: the CGI mode's against the floor and the stock
+    peer (the contract's), the FastCGI mode's against issue 37's goals."""
+    ours, floor = rps["ours"], rps["floor"]
+    want = TARGET_GET_FLOOR if method == "GET" else TARGET_PUT_FLOOR
+    # The contract sets throughput targets for /user/settings; the inbox
+    # routes are held to the same ratios as a goal of ours.
+    kind = "target" if label.endswith("/user/settings") else "goal, not one of the contract's targets:"
+    verdicts.append(f"{label}, CGI: {ours / floor:.2f}× the C floor ({kind} ≥ {want}×) {verdict(ours / floor >= want)}")
+    if rps.get("peer"):
+        want = TARGET_GET_PEER if method == "GET" else TARGET_PUT_PEER
+        verdicts.append(f"{label}, CGI: {ours / rps['peer']:.2f}× the Python peer (target ≥ {want}×) "
+                        f"{verdict(ours / rps['peer'] >= want)}")
+    fast = rps.get("fastcgi")
+    if not fast or not label.endswith("/user/settings"):
+        return
+    want = GOAL_FASTCGI_GET_CGI if method == "GET" else GOAL_FASTCGI_PUT_CGI
+    verdicts.append(f"{label}, FastCGI: {fast / ours:.2f}× the CGI mode (goal ≥ {want}×) {verdict(fast / ours >= want)}")
+    if method == "GET" and rps.get("tuned"):
+        verdicts.append(f"{label}, FastCGI: {fast / rps['tuned']:.2f}× the tuned Python peer (goal ≥ 1×) "
+                        f"{verdict(fast >= rps['tuned'])}")
+    if method == "GET" and rps.get("ceiling"):
+        verdicts.append(f"{label}, FastCGI: {fast / rps['ceiling']:.2f}× nginx's fixed-body ceiling (stretch goal "
+                        f"≥ {STRETCH_FASTCGI_CEILING}×) {verdict(fast / rps['ceiling'] >= STRETCH_FASTCGI_CEILING)}")
 
 
 def start_table(args, start_results, verdicts):

@@ -186,8 +186,10 @@ def writes(base, count, key, tag, pause=0.0):
 # ---------------------------------------------------------------- CPU
 
 def stack_processes(run):
-    """Every process of the stack: nginx's master and what is below it,
-    fcgiwrap and what is below it (the programs)."""
+    """Every process of the stack: each one whose PID the launcher recorded
+    in the run directory (nginx's master, fcgiwrap, or in the FastCGI mode
+    the pools' and the waits' masters) and what is below it (the programs,
+    the workers)."""
     parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -197,7 +199,7 @@ def stack_processes(run):
             except (OSError, IndexError):
                 pass
     roots = set()
-    for name in ("nginx.pid", "fcgiwrap.pid"):
+    for name in (n for n in os.listdir(run) if n.endswith(".pid")):
         try:
             roots.add(int(open(os.path.join(run, name)).read()))
         except (OSError, ValueError):

@@ -19,6 +19,10 @@
 #   stress          the short stress run (hostile, crashes, faults, races, disk full)
 #   package         the Debian package's contents and maintainer scripts
 #   fuzz            every fuzz reproducer replayed, each target fuzzed briefly
+#   ... (fastcgi)   the FastCGI mode: the acceptance cases and a client part
+#                   named in docs/TESTING.md against stacks in that mode
+#                   (MOCKCLOUD_TEST_MODE=fastcgi), and its own stress test
+#                   (workers killed mid-request, the pool whole again)
 #
 # Once the release build is done, up to MOCKCLOUD_TEST_JOBS suites (default
 # 4: most of them wait on stacks, sleeps and timeouts more than they
@@ -33,7 +37,9 @@
 #
 #   Tests/run-all.sh            what `make test` runs (after packaging/deps.sh test)
 #   Tests/run-all.sh --all      also the long runs (`make test-all`): make
-#                               stress, fuzz, flood and testssl
+#                               stress, fuzz, flood and testssl, and every
+#                               acceptance case, the API and every client
+#                               part in the FastCGI mode
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [[ ! -d /opt/swift/usr/bin ]] || PATH="/opt/swift/usr/bin:$PATH"
@@ -78,12 +84,23 @@ job() {
     COMMAND[$name]="$(printf '%q ' "$@")"
 }
 
+# The FastCGI mode: the same suites against stacks in that mode, the
+# subset docs/TESTING.md names ("Both modes"); its answers are not kept for
+# the API check (the CGI mode's are). The rest in make test-all.
+FASTCGI=(env -u MOCKCLOUD_API_RECORD MOCKCLOUD_TEST_MODE=fastcgi)
+FASTCGI_CASES=()
+for case in settings inbox bulk conditional patch lww fieldmerge hostile signing tokens launcher; do
+    FASTCGI_CASES+=("Tests/acceptance/cases/$case.sh")
+done
 job acceptance "" Tests/acceptance/run.sh
 BUILD=1 job "build (tests)" "" swift build --build-tests "${TEST_BUILD[@]}"
 job stress "" Tests/stress/short.sh
 for part in tool urlsession curl watch waits; do
     job "client ($part)" "" Tests/client/run.py --part "$part"
 done
+job "acceptance (fastcgi)" "" "${FASTCGI[@]}" Tests/acceptance/run.sh "${FASTCGI_CASES[@]}"
+job "client (fastcgi)" "" "${FASTCGI[@]}" Tests/client/run.py --part curl
+job "fastcgi chaos" "" Tests/stress/fastcgi.py
 # One pip at a time in .build/venv: after api-packages. The document
 # against a stack of its own, beside the acceptance cases; then against
 # the answers they kept.
@@ -100,6 +117,11 @@ job instructions "" Tests/budget/instructions.sh
 job formats "" Tests/support/check_formats.py
 job symbol-order "" Tests/budget/symbol-order.sh
 if ((ALL)); then
+    job "acceptance (fastcgi, all)" "" "${FASTCGI[@]}" Tests/acceptance/run.sh
+    job "api (fastcgi)" api-packages "${FASTCGI[@]}" Tests/api/run.sh service
+    for part in tool urlsession watch waits; do
+        job "client (fastcgi, $part)" "" "${FASTCGI[@]}" Tests/client/run.py --part "$part"
+    done
     job stress-long "" Tests/stress/run.sh
     job fuzz-long fuzz Tests/Fuzz/run.sh "${FUZZ_SECONDS:-60}"
     job flood "" Tests/stress/flood.sh

@@ -4,13 +4,15 @@
 #
 #   doctor.sh [--url https://127.0.0.1:8443]
 #
-# Checks: the programs, fcgiwrap (socket, user), the data directory (owner
+# Checks: the programs, fcgiwrap (socket, user) or in the FastCGI mode
+# each program's socket unit and pool (socket, user), the data directory (owner
 # www-data, 0700), the key, token and certificate key files (modes), the
 # certificate (verifies with the CA, ends in more than 30 days), nginx -t,
 # the site enabled or the snippet included, and a live GET /user/settings
 # through nginx with the CA (no -k). Run it as root. Of the processes it
-# judges only MockCloud's own: the fcgiwrap processes that hold the socket
-# the site names, and the workers of the nginx in nginx's pid file (another
+# judges only MockCloud's own: the fcgiwrap processes (or the FastCGI
+# pools) that hold the sockets the site names, and the workers of the nginx
+# in nginx's pid file (another
 # fcgiwrap or nginx on the box, e.g. a git web front end's, is not its
 # business).
 set -uo pipefail
@@ -53,11 +55,14 @@ SOCKET="$PREFIX${SOCKET:-/run/fcgiwrap.socket}"
 # effective, saved and file-system uids).
 proc_field() { awk -v want="$2:" '$1 == want { $1 = ""; print substr($0, 2); exit }' "/proc/$1/status" 2>/dev/null; }
 
-# The fcgiwrap processes listening on SOCKET: those holding the socket whose
-# inode /proc/net/unix lists for that path (systemd, which holds it too for
-# socket activation, is not one of them).
-fcgiwrap_behind() {
-    local inodes
+# The FastCGI mode's socket directory the site names ("": the CGI mode).
+FASTCGI_DIR="$(site_setting mockcloud_fastcgi)"
+
+# behind SOCKET NAME: the processes called NAME listening on SOCKET: those
+# holding the socket whose inode /proc/net/unix lists for that path
+# (systemd, which holds it too for socket activation, is not one of them).
+behind() {
+    local inodes name="$2"
     inodes="$(awk -v path="$1" '$NF == path { print "socket:[" $7 "]" }' /proc/net/unix 2>/dev/null | sort -u)"
     [[ -n "$inodes" ]] || return 0
     # Every process's sockets in one pass (a readlink per descriptor takes
@@ -67,7 +72,7 @@ fcgiwrap_behind() {
             BEGIN { n = split(inodes, list, "\n"); for (i = 1; i <= n; i++) wanted[list[i]] = 1 }
             $2 in wanted { split($1, path, "/"); print path[3] }' | sort -un |
         while read -r pid; do
-            [[ "$(proc_field "$pid" Name)" == fcgiwrap ]] && printf '%s\n' "$pid"
+            [[ "$(proc_field "$pid" Name)" == "$name" ]] && printf '%s\n' "$pid"
         done
 }
 
@@ -86,21 +91,54 @@ for p in cgi-bin/user-settings cgi-bin/inbox; do
         problem "$LIB/$p is missing or not executable" "apt-get install --reinstall mockcloud"
 done
 
-# -- fcgiwrap: its socket, and the user it runs as
-if [[ ! -S "$SOCKET" ]]; then
-    problem "fcgiwrap's socket $SOCKET is missing (fcgiwrap is not running)" "systemctl enable --now fcgiwrap.socket"
+# as_root PID: true when any of PID's uids (real, effective, saved) is 0.
+as_root() { [[ " $(proc_field "$1" Uid) " == *" 0 "* ]]; }
+
+if [[ -z "$FASTCGI_DIR" ]]; then
+    # -- the CGI mode: fcgiwrap, its socket and the user it runs as
+    if [[ ! -S "$SOCKET" ]]; then
+        problem "fcgiwrap's socket $SOCKET is missing (fcgiwrap is not running)" "systemctl enable --now fcgiwrap.socket"
+    else
+        [[ "$(stat -c %U "$SOCKET")" == "$USER_NAME" ]] ||
+            problem "$SOCKET belongs to $(stat -c %U "$SOCKET"), not $USER_NAME (nginx's workers cannot reach it)" \
+                "systemctl restart fcgiwrap.socket fcgiwrap.service"
+    fi
+    for pid in $(behind "$SOCKET" fcgiwrap); do
+        ! as_root "$pid" ||
+            problem "fcgiwrap (pid $pid, behind $SOCKET) runs as root: every program would too" "systemctl revert fcgiwrap.service && systemctl restart fcgiwrap.socket fcgiwrap.service"
+    done
 else
-    [[ "$(stat -c %U "$SOCKET")" == "$USER_NAME" ]] ||
-        problem "$SOCKET belongs to $(stat -c %U "$SOCKET"), not $USER_NAME (nginx's workers cannot reach it)" \
-            "systemctl restart fcgiwrap.socket fcgiwrap.service"
+    # -- the FastCGI mode: each program's socket unit and its pool. A pool
+    # not running yet is fine (the socket starts it on the first request);
+    # one that systemd gave up on, or that runs as root, is not.
+    for unit in mockcloud-fastcgi@.socket mockcloud-fastcgi@.service mockcloud-fastcgi-waits@.socket mockcloud-fastcgi-waits@.service; do
+        [[ -f "$PREFIX/lib/systemd/system/$unit" ]] ||
+            problem "the FastCGI mode's unit $unit is missing" "apt-get install --reinstall mockcloud"
+    done
+    # Each program's pool, and its pool for waits (the same program).
+    for pool in user-settings user-settings-waits inbox inbox-waits; do
+        program="${pool%-waits}"
+        unit="mockcloud-fastcgi@$program"
+        [[ "$pool" == "$program" ]] || unit="mockcloud-fastcgi-waits@$program"
+        sock="$PREFIX$FASTCGI_DIR/$pool.sock"
+        if [[ ! -S "$sock" ]]; then
+            problem "the site passes $program's $([[ "$pool" == "$program" ]] && echo routes || echo waits) to $sock (\$mockcloud_fastcgi), which is not a socket ($unit.socket is not running)" \
+                "systemctl enable --now $unit.socket, or set \$mockcloud_fastcgi \"\" in $SITE for the CGI mode"
+        elif [[ "$(stat -c %U "$sock")" != "$USER_NAME" ]]; then
+            problem "$sock belongs to $(stat -c %U "$sock"), not $USER_NAME (nginx's workers cannot reach it)" \
+                "systemctl revert $unit.socket && systemctl restart $unit.socket $unit.service"
+        fi
+        if [[ -d "$PREFIX/run/systemd/system" ]] && systemctl is-failed --quiet "$unit.service" 2>/dev/null; then
+            problem "$unit.service has failed" "journalctl -u $unit.service; then systemctl restart $unit.service"
+        fi
+        for pid in $(behind "$sock" "$program"); do
+            ! as_root "$pid" ||
+                problem "the $pool pool (pid $pid, behind $sock) runs as root" "systemctl revert $unit.service && systemctl restart $unit.service"
+        done
+    done
 fi
-# Any uid 0 (real, effective, saved) counts as root.
-for pid in $(fcgiwrap_behind "$SOCKET"); do
-    [[ " $(proc_field "$pid" Uid) " != *" 0 "* ]] ||
-        problem "fcgiwrap (pid $pid, behind $SOCKET) runs as root: every program would too" "systemctl revert fcgiwrap.service && systemctl restart fcgiwrap.socket fcgiwrap.service"
-done
 for pid in $(nginx_workers "$NGINX_PID_FILE"); do
-    [[ " $(proc_field "$pid" Uid) " != *" 0 "* ]] ||
+    ! as_root "$pid" ||
         problem "an nginx worker (pid $pid, of the nginx in $NGINX_PID_FILE) runs as root" "set 'user www-data;' in /etc/nginx/nginx.conf, then systemctl restart nginx"
 done
 

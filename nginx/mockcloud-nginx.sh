@@ -22,6 +22,12 @@
 #   MOCKCLOUD_LIMITS    off: no per-address cap on requests in progress, nor a
 #                       per-address share of the waits (for a server every
 #                       client reaches through one address)
+#   MOCKCLOUD_MODE      cgi (default): nginx + fcgiwrap start a program per
+#                       request; fastcgi: each program runs as a pool of
+#                       persistent FastCGI workers (docs/OPERATIONS.md,
+#                       "FastCGI mode"), MOCKCLOUD_FASTCGI_WORKERS each (4),
+#                       each replaced after MOCKCLOUD_FASTCGI_MAX_REQUESTS
+#                       requests (unset: never)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a local CA and a certificate it signs are made in
 #                       the run dir (admin/tls.sh).
@@ -192,6 +198,7 @@ load_settings() {
         die "MOCKCLOUD_RUN is too long for a unix socket path ($SOCKET is ${#SOCKET} bytes, the limit is 107): use a shorter MOCKCLOUD_RUN, e.g. \$(mktemp -d /tmp/mc.XXXX)"
     fi
 
+    load_mode_settings
     if [[ "$HOST" == *:* ]]; then
         LISTEN="[$HOST]:$PORT"
     else
@@ -203,6 +210,97 @@ load_settings() {
         ::) PROBE="[::1]:$PORT" ;;
         *) PROBE="$LISTEN" ;;
     esac
+}
+
+# ---------------------------------------------------------------- mode
+
+# MOCKCLOUD_MODE and the FastCGI pools' settings; FASTCGI_DIR is where the
+# pools listen (empty in CGI mode: nginx's config then passes to fcgiwrap).
+load_mode_settings() {
+    MODE="${MOCKCLOUD_MODE:-cgi}"
+    [[ "$MODE" == cgi || "$MODE" == fastcgi ]] ||
+        die "MOCKCLOUD_MODE must be cgi (a program per request, the default) or fastcgi (pools of persistent workers), not '$MODE'"
+    FASTCGI_WORKERS="${MOCKCLOUD_FASTCGI_WORKERS:-4}"
+    FASTCGI_MAX_REQUESTS="${MOCKCLOUD_FASTCGI_MAX_REQUESTS:-0}"
+    [[ "$FASTCGI_WORKERS" =~ ^[0-9]+$ ]] && ((10#$FASTCGI_WORKERS >= 1 && 10#$FASTCGI_WORKERS <= 256)) ||
+        die "MOCKCLOUD_FASTCGI_WORKERS must be a whole number from 1 to 256 (workers per program), not '$FASTCGI_WORKERS'"
+    [[ "$FASTCGI_MAX_REQUESTS" =~ ^[0-9]+$ ]] ||
+        die "MOCKCLOUD_FASTCGI_MAX_REQUESTS must be a whole number (requests before a worker is replaced; 0: never), not '$FASTCGI_MAX_REQUESTS'"
+    FASTCGI_DIR=""
+    [[ "$MODE" != fastcgi ]] || FASTCGI_DIR="$RUN/fastcgi"
+    # sun_path holds 108 bytes including the terminating NUL.
+    if ((${#FASTCGI_DIR} + 25 > 107)); then
+        die "MOCKCLOUD_RUN is too long for the FastCGI sockets ($FASTCGI_DIR/user-settings-waits.sock must be at most 107 bytes): use a shorter MOCKCLOUD_RUN"
+    fi
+}
+
+# The pools of FastCGI mode: each program's, and its pool for waits
+# (nginx sends a read with ?wait= there, mockcloud-http.conf), each named
+# as its socket, pid file and log are.
+readonly FASTCGI_POOLS=(user-settings user-settings-waits inbox inbox-waits)
+
+# A pool's program: its name without -waits.
+pool_program() { printf '%s' "${1%-waits}"; }
+
+# Workers of POOL: MOCKCLOUD_FASTCGI_WORKERS, or for waits as many as
+# fcgiwrap has processes in CGI mode (64): the box's 48 places for waiting
+# requests (the programs count them) and 16 more, so that a wait past the
+# places is refused at once, never queued (docs/OPERATIONS.md).
+pool_workers() {
+    if [[ "$1" == *-waits ]]; then printf '64'; else printf '%s' "$((10#$FASTCGI_WORKERS))"; fi
+}
+
+# FastCGI mode: each pool (a master and its workers) on
+# $FASTCGI_DIR/<pool>.sock, as the serving user, with a clean environment
+# (settings and secrets come as fastcgi_params, as in CGI mode); the
+# master's log lines and its workers' go to logs/<pool>.log.
+start_fastcgi_pools() {
+    local pool program pid i
+    local as_user=()
+    [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$SERVE_GROUP" --init-groups --inh-caps=-all --)
+    mkdir -p -m 0700 "$FASTCGI_DIR"
+    [[ -z "$SERVE_USER" ]] || chown "$SERVE_USER:$SERVE_GROUP" "$FASTCGI_DIR"
+    for pool in "${FASTCGI_POOLS[@]}"; do
+        program="$(pool_program "$pool")"
+        [[ -x "$CGI_BIN/$program" ]] || die "$CGI_BIN/$program is missing: run 'make install'"
+        rm -f "$FASTCGI_DIR/$pool.sock"
+        "${as_user[@]}" env -i PATH=/usr/bin:/bin "$CGI_BIN/$program" --fastcgi "unix:$FASTCGI_DIR/$pool.sock" \
+            --workers "$(pool_workers "$pool")" --max-requests "$((10#$FASTCGI_MAX_REQUESTS))" \
+            </dev/null >>"$RUN/logs/$pool.log" 2>&1 &
+        pid=$!
+        printf '%s\n' "$pid" >"$RUN/$pool.pid"
+        for ((i = 0; i < 100; i++)); do
+            [[ -S "$FASTCGI_DIR/$pool.sock" ]] && continue 2
+            [[ -d "/proc/$pid" ]] || break
+            sleep 0.05
+        done
+        warn "the $pool pool did not start: $(tail -n 5 "$RUN/logs/$pool.log" 2>/dev/null)"
+        stop_fastcgi_pools
+        exit 1
+    done
+}
+
+# Stops each pool by the PID recorded in the run directory: its master
+# lets the workers finish their requests, then exits; stop_pid_tree then
+# ends whatever is left below it (an upkeep still running).
+stop_fastcgi_pools() {
+    local pool
+    for pool in "${FASTCGI_POOLS[@]}"; do
+        stop_pid_tree "$(recorded_pid "$pool")" "$(pool_program "$pool")"
+        rm -f "$RUN/$pool.pid" "$RUN/fastcgi/$pool.sock"
+    done
+}
+
+# True while what serves the routes behind nginx runs: fcgiwrap, or every pool.
+backends_alive() {
+    local pool
+    if [[ "$MODE" == fastcgi ]]; then
+        for pool in "${FASTCGI_POOLS[@]}"; do
+            is_process "$(recorded_pid "$pool")" "$(pool_program "$pool")" || return 1
+        done
+    else
+        is_process "$(recorded_pid fcgiwrap)" fcgiwrap
+    fi
 }
 
 # ---------------------------------------------------------------- certificate
@@ -272,6 +370,7 @@ render_config() {
         -e "s|@CGI_BIN@|$(sed_text "$CGI_BIN")|g" \
         -e "s|@DATA@|$(sed_text "$DATA")|g" \
         -e "s|@SOCKET@|$(sed_text "$SOCKET")|g" \
+        -e "s|@FASTCGI_DIR@|$(sed_text "$FASTCGI_DIR")|g" \
         -e "s|@HMAC_KEYS@|$(sed_text "$HMAC_KEYS")|g" \
         -e "s|@HMAC_REQUIRE@|$(sed_text "$HMAC_REQUIRE")|g" \
         -e "s|@TOKENS@|$(sed_text "$TOKENS")|g" \
@@ -462,16 +561,16 @@ wait_ready() {
 
 start_all() {
     local name pid
-    for name in nginx fcgiwrap; do
+    for name in nginx fcgiwrap "${FASTCGI_POOLS[@]}"; do
         pid="$(recorded_pid "$name")"
-        if is_process "$pid" "$name"; then
+        if is_process "$pid" "$(pool_program "$name")"; then
             die "$name is already running for $RUN (pid $pid): run '$PROG stop' with MOCKCLOUD_RUN=$RUN first"
         fi
     done
     command -v curl >/dev/null || die "curl is not installed: run '$PROG deps' (as root)"
     command -v openssl >/dev/null || die "openssl is not installed: run '$PROG deps' (as root)"
     nginx_bin >/dev/null
-    fcgiwrap_bin >/dev/null
+    [[ "$MODE" == fastcgi ]] || fcgiwrap_bin >/dev/null
     [[ -x "$CGI_BIN/user-settings" ]] ||
         warn "warning: $CGI_BIN/user-settings is missing: run 'make install'"
     [[ -z "$SERVE_USER" ]] || ensure_user
@@ -486,16 +585,18 @@ start_all() {
     [[ -z "$SERVE_USER" ]] || become_user_dirs
     ensure_certificate
     render_config
-    start_fcgiwrap
+    if [[ "$MODE" == fastcgi ]]; then start_fastcgi_pools; else start_fcgiwrap; fi
     start_nginx
     wait_ready
 }
 
 # Stops nginx, then fcgiwrap (its preforked children and any program still
-# running below them), each by the PID recorded in the run directory.
+# running below them) or the FastCGI pools, whichever runs, each by the PID
+# recorded in the run directory.
 stop_all() {
     stop_pid_tree "$(recorded_pid nginx)" nginx
     stop_pid_tree "$(recorded_pid fcgiwrap)" fcgiwrap
+    stop_fastcgi_pools
     rm -f "$RUN/nginx.pid" "$RUN/fcgiwrap.pid" "$SOCKET"
 }
 
@@ -549,7 +650,11 @@ cmd_serve() {
     load_settings
     local sleeper=""
     on_signal() {
-        trap - INT TERM
+        # Ignored from here on, not reset: a group's TERM comes twice (once
+        # from a supervisor, once more from make), and a second one must not
+        # end this shell before stop_all reaches nginx, which runs in a
+        # session of its own.
+        trap '' INT TERM
         [[ -z "$sleeper" ]] || kill "$sleeper" 2>/dev/null || true
         say "" >&2
         say "$PROG: stopping" >&2
@@ -564,9 +669,9 @@ cmd_serve() {
         sleeper=$!
         wait "$sleeper" || true
         sleeper=""
-        if ! is_process "$(recorded_pid nginx)" nginx || ! is_process "$(recorded_pid fcgiwrap)" fcgiwrap; then
-            trap - INT TERM
-            warn "nginx or fcgiwrap exited unexpectedly; see $RUN/logs/error.log"
+        if ! is_process "$(recorded_pid nginx)" nginx || ! backends_alive; then
+            trap '' INT TERM
+            warn "nginx, fcgiwrap or a FastCGI pool exited unexpectedly; see $RUN/logs/error.log"
             stop_all
             exit 1
         fi

@@ -39,6 +39,19 @@ install -m 0644 "$REPO/nginx/mockcloud-locations.conf" "$ROOT/etc/nginx/snippets
 install -m 0644 "$DEB/mockcloud.site" "$ROOT/etc/nginx/sites-available/mockcloud"
 install -m 0644 "$REPO/nginx/mockcloud-http.conf" "$ROOT/etc/nginx/conf.d/mockcloud.conf"
 install -m 0644 "$DEB/fcgiwrap-mockcloud.conf" "$ROOT/lib/systemd/system/fcgiwrap.service.d/mockcloud.conf"
+# The FastCGI mode's units: a socket and a service per program, and per
+# program for its waits, instances of two templates; every socket enabled
+# here, statically, so that switching the mode is the site's one line
+# (docs/OPERATIONS.md).
+install -d "$ROOT/lib/systemd/system/sockets.target.wants"
+for template in mockcloud-fastcgi mockcloud-fastcgi-waits; do
+    for kind in socket service; do
+        install -m 0644 "$DEB/$template@.$kind" "$ROOT/lib/systemd/system/$template@.$kind"
+    done
+    for program in user-settings inbox; do
+        ln -s "../$template@.socket" "$ROOT/lib/systemd/system/sockets.target.wants/$template@$program.socket"
+    done
+done
 
 # Documentation, as Debian wants it.
 install -m 0644 "$DEB/copyright" "$ROOT/usr/share/doc/mockcloud/copyright"

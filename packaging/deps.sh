@@ -8,7 +8,9 @@
 #             curl (make serve; the launcher's `deps` runs this)
 #   test      serve's, and what the suites call: python3 (and its venv),
 #             readelf/nm, valgrind, strace, dpkg-deb, systemd-analyze (make test)
-#   bench     serve's, wrk, hyperfine, strace (make bench, make symbol-order)
+#   bench     serve's, wrk, hyperfine, strace, and the venv .build/bench-venv
+#             from Benchmarks/tuned/requirements.txt (uvicorn, uvloop,
+#             httptools: the tuned Python peer) (make bench, make symbol-order)
 #   testssl   Debian's testssl.sh (make testssl)
 #   deb       dpkg-deb and strip (make deb)
 #   lint      deb's and lintian (make lint-deb)
@@ -76,7 +78,8 @@ group() {
             # Tests/package lints the mirror's unit (systemd-analyze verify, security).
             want systemd systemd-analyze
             ;;
-        bench) group serve; want wrk; want hyperfine; want strace; want valgrind ;;
+        bench) group serve; want wrk; want hyperfine; want strace; want valgrind
+            want_venv .build/bench-venv Benchmarks/tuned/requirements.txt ;;
         testssl) want testssl.sh testssl ;;
         deb) want dpkg dpkg-deb; want binutils strip ;;
         lint) group deb; want lintian ;;

@@ -17,4 +17,8 @@ package enum Capacity {
     /// What a request refused for want of room tells the client to wait
     /// (`Retry-After`, seconds): long enough for a few waits to end.
     package static let retryAfterSeconds = 5
+    /// FastCGI mode: the workers of each program's pool when
+    /// `MOCKCLOUD_FASTCGI_WORKERS` is unset. Each serves one request at a
+    /// time; on 2 cores, 4 keep both busy while others wait on an fsync.
+    package static let fastCGIWorkers = 4
 }

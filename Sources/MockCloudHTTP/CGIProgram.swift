@@ -24,7 +24,10 @@ package enum CGIProgram {
     /// 100,000 messages reads each once).
     static let upkeepTimeLimitSeconds: UInt32 = 120
 
-    /// Reads the request, calls `handler`, writes its answer and exits.
+    /// Reads the request, calls `handler`, writes its answer and exits; or,
+    /// started on a listening socket (`--fastcgi unix:PATH`, or systemd's
+    /// `LISTEN_FDS`), serves requests as a pool of FastCGI workers
+    /// (`FastCGIProgram`) until stopped.
     /// - Parameters:
     ///   - name: the program's name, for lines on stderr.
     ///   - bodyLimit: the route's largest accepted body, in bytes.
@@ -32,11 +35,42 @@ package enum CGIProgram {
     package static func serve(
         name: String, bodyLimit: Int, _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
     ) -> Never {
+        if let options = FastCGIProgram.Options.fromProcess(name: name) {
+            installLastWords()
+            FastCGIProgram.run(options, name: name, bodyLimit: bodyLimit, handler)
+        }
         KeepUntilExit.turnOn()
+        installLastWords()
+        Sys.setAlarm(seconds: timeLimitSeconds)
+        let environment = Environment.process
+        var upkeep = Upkeep.none
+        let response = respond(environment: environment, bodyLimit: bodyLimit, body: .stream(.standardInput), name: name) {
+            request in try handler(request, &upkeep)
+        }
+        Sys.setAlarm(seconds: 0)
+        let bytes = serialized(response, environment)
+        LastWords.answerBegins()
+        do {
+            try Sys.writeAll(.standardOutput, bytes, path: "stdout")
+        } catch {
+            log(name, "could not write the response: \(error)")
+            Sys.exit(1)
+        }
+        if upkeep.isNeeded { runAfterAnswer(name, upkeep, detach: true) }
+        Sys.exit(0)
+    }
+
+    /// The answer's bytes: a HEAD answer carries GET's headers,
+    /// Content-Length included, and no body.
+    static func serialized(_ response: CGIResponse, _ environment: Environment) -> [UInt8] {
+        response.serialized(includingBody: HTTPMethod(environment["REQUEST_METHOD"] ?? "GET") != .head)
+    }
+
+    /// A time-out, a trap (a Swift runtime check) or a fault still answers
+    /// in JSON, and says whether the change had begun, instead of leaving
+    /// the server a bare 502; a crash also says so in the server log.
+    private static func installLastWords() {
         Sys.ignoreBrokenPipes()
-        // A time-out, a trap (a Swift runtime check) or a fault still answers
-        // in JSON, and says whether the change had begun, instead of leaving
-        // fcgiwrap a bare 502; a crash also says so in the server log.
         LastWords.install(
             timeOut: (unchanged: """
                 Status: 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n\
@@ -57,32 +91,15 @@ package enum CGIProgram {
                 see the server log. Retrying the same request is safe", "changed": "maybe"}
                 """),
             crashLog: "mockcloud: the program crashed (fatal signal); answered 500\n")
-        Sys.setAlarm(seconds: timeLimitSeconds)
-        let environment = Environment.process
-        var upkeep = Upkeep.none
-        let response = respond(environment: environment, bodyLimit: bodyLimit, stdin: .standardInput, name: name) {
-            request in try handler(request, &upkeep)
-        }
-        Sys.setAlarm(seconds: 0)
-        // A HEAD answer carries GET's headers, Content-Length included, and no body.
-        let bytes = response.serialized(includingBody: HTTPMethod(environment["REQUEST_METHOD"] ?? "GET") != .head)
-        LastWords.answerBegins()
-        do {
-            try Sys.writeAll(.standardOutput, bytes, path: "stdout")
-        } catch {
-            log(name, "could not write the response: \(error)")
-            Sys.exit(1)
-        }
-        if upkeep.isNeeded { runAfterAnswer(name, upkeep) }
-        Sys.exit(0)
     }
 
     /// The route's upkeep, once the client has its answer: fcgiwrap ends a
     /// request when the program's stdout and stderr are both closed, so both
     /// go first (stderr to /dev/null) and a failure is told to syslog
-    /// instead, the daemon facility, as `mockcloud-<name>`.
-    private static func runAfterAnswer(_ name: String, _ upkeep: Upkeep) {
-        Sys.detachOutput()
+    /// instead, the daemon facility, as `mockcloud-<name>`. (`detach`: false
+    /// in a FastCGI worker that could not fork for it.)
+    static func runAfterAnswer(_ name: String, _ upkeep: Upkeep, detach: Bool) {
+        if detach { Sys.detachOutput() }
         Sys.setAlarm(seconds: upkeepTimeLimitSeconds)
         do {
             try upkeep.run()
@@ -102,8 +119,25 @@ package enum CGIProgram {
         environment: Environment, bodyLimit: Int, stdin: FileDescriptor, name: String,
         _ handler: (CGIRequest) throws -> CGIResponse
     ) -> CGIResponse {
+        respond(environment: environment, bodyLimit: bodyLimit, body: .stream(stdin), name: name, handler)
+    }
+
+    /// Where a request's body comes from.
+    package enum RequestBody {
+        /// A CGI program's stdin, read here.
+        case stream(FileDescriptor)
+        /// Already received (FastCGI's STDIN): its first bytes, up to one past
+        /// the route's limit, and how many came in all.
+        case received([UInt8], length: Int)
+    }
+
+    /// Everything `serve` does for one request but the process plumbing.
+    package static func respond(
+        environment: Environment, bodyLimit: Int, body source: RequestBody, name: String,
+        _ handler: (CGIRequest) throws -> CGIResponse
+    ) -> CGIResponse {
         do {
-            let body = try readBody(environment: environment, limit: bodyLimit, from: stdin)
+            let body = try readBody(environment: environment, limit: bodyLimit, from: source)
             try checkHeaders(environment)
             return try handler(CGIRequest(environment: environment, body: body))
         } catch let error as any HTTPResponseError {
@@ -152,21 +186,26 @@ package enum CGIProgram {
 
     /// Reads exactly `CONTENT_LENGTH` bytes. The whole body is always read,
     /// even when it is refused: fcgiwrap writes all of stdin first, and a
-    /// program that exits early turns its own 4xx into a 502.
-    static func readBody(environment: Environment, limit: Int, from fd: FileDescriptor) throws -> [UInt8] {
+    /// program that exits early turns its own 4xx into a 502. (FastCGI's
+    /// body has come whole before the request is answered.)
+    static func readBody(environment: Environment, limit: Int, from source: RequestBody) throws -> [UInt8] {
         let declared = environment["CONTENT_LENGTH"] ?? ""
         if declared.isEmpty { return [] }
         guard declared.utf8.allSatisfy(ASCII.isDigit) else {
-            try drain(fd, upTo: Int.max)
+            if case .stream(let fd) = source { try drain(fd, upTo: Int.max) }
             throw RequestError.invalidContentLength(declared)
         }
         // All digits but past Int: certainly over the limit.
         let length = Int(declared) ?? Int.max
         if length > limit {
-            try drain(fd, upTo: length)
+            if case .stream(let fd) = source { try drain(fd, upTo: length) }
             throw RequestError.bodyTooLarge(limit: limit)
         }
-        let body = try Sys.readAll(fd, path: "stdin", limit: length)
+        let body: [UInt8]
+        switch source {
+        case .stream(let fd): body = try Sys.readAll(fd, path: "stdin", limit: length)
+        case .received(let received, _): body = received.count > length ? Array(received[..<length]) : received
+        }
         if body.count < length {
             throw RequestError.bodyShorterThanContentLength(expected: length, received: body.count)
         }
@@ -184,9 +223,11 @@ package enum CGIProgram {
         }
     }
 
-    /// One line on stderr, which fcgiwrap `-f` hands to nginx's error log.
+    /// One line on stderr, which fcgiwrap `-f` hands to nginx's error log;
+    /// in a FastCGI worker, on the request's STDERR, which nginx logs there.
     package static func log(_ name: String, _ line: String) {
         let text = Array("mockcloud \(name): \(line)\n".utf8)
+        if FastCGIProgram.logLine(text) { return }
         try? Sys.writeAll(.standardError, text, path: "stderr")
     }
 }

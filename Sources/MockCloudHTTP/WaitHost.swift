@@ -26,10 +26,14 @@ package struct WaitHost: Sendable {
     /// stdout, a pipe fcgiwrap reads, and on over fcgiwrap's connection to
     /// nginx, which the program inherits: nginx closes it when the client
     /// goes away (`fastcgi_ignore_client_abort off`), and fcgiwrap itself
-    /// would not tell the program until the answer was written.
+    /// would not tell the program until the answer was written. A FastCGI
+    /// worker's answer goes over the request's own connection, which nginx
+    /// closes just the same.
     package static func program(perAddress: Int?) -> WaitHost {
         WaitHost(allow: { CGIProgram.allowWait(seconds: $0) },
-                 answerPaths: { [.standardOutput] + (Sys.inheritedConnection().map { [$0] } ?? []) },
+                 answerPaths: {
+                     FastCGIProgram.answerPaths ?? [.standardOutput] + (Sys.inheritedConnection().map { [$0] } ?? [])
+                 },
                  perAddress: perAddress)
     }
 

@@ -393,6 +393,13 @@ package struct InboxStore: Sendable {
     nonisolated(unsafe) private static var tidyDue = false
     nonisolated(unsafe) private static var compactionDue = false
 
+    /// A new request begins in a process that answers many (a FastCGI
+    /// worker): what the last one found due is its own upkeep's.
+    package static func forgetUpkeepDue() {
+        tidyDue = false
+        compactionDue = false
+    }
+
     /// Once the log holds the minimum and twice as many records as after its
     /// last compaction: O(1) compaction work per write.
     func isCompactionDue(_ log: ChangeLog) -> Bool {

@@ -12,4 +12,8 @@ package enum WriteProgress {
     /// Called just before the first step that a reader could see.
     @inline(__always)
     package static func beginVisibleChange() { begun = true }
+
+    /// A new request begins in a process that answers many (a FastCGI
+    /// worker): nothing of it is visible yet.
+    package static func reset() { begun = false }
 }

@@ -6,6 +6,7 @@ the fuzzer mutates them, so each names one shape the parsers must handle."""
 import base64
 import os
 import shutil
+import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -266,6 +267,41 @@ envelope_seeds = {
     "bad-id.json": '{"id": "../x", "version": 1, "seq": 2, "source": null, "serverReceivedAt": "t", "body": {}}',
 }
 
+def fcgi_record(kind, request_id, content=b"", padding=0):
+    return struct.pack(">BBHHBB", 1, kind, request_id, len(content), padding, 0) + content + bytes(padding)
+
+
+def fcgi_pair(name, value):
+    def length(n):
+        return bytes([n]) if n < 128 else struct.pack(">I", n | 0x80000000)
+    return length(len(name)) + length(len(value)) + name + value
+
+
+def fcgi_request(request_id=1, keep=0, params=(), body=b"", role=1):
+    pairs = b"".join(fcgi_pair(n.encode(), v.encode()) for n, v in params)
+    out = fcgi_record(1, request_id, struct.pack(">HB5x", role, keep))
+    out += fcgi_record(4, request_id, pairs, padding=(8 - len(pairs) % 8) % 8) + fcgi_record(4, request_id)
+    if body:
+        out += fcgi_record(5, request_id, body)
+    return out + fcgi_record(5, request_id)
+
+
+FCGI_PARAMS = [("REQUEST_METHOD", "PUT"), ("DOCUMENT_URI", "/user/settings"), ("CONTENT_LENGTH", "2"),
+               ("HTTP_X_USER_KEY", "u1"), ("LONG", "v" * 200)]
+# The first byte of each is the size of the pieces the rest arrives in.
+fastcgi_seeds = {
+    "one-request": b"\x07" + fcgi_request(params=FCGI_PARAMS, body=b"{}"),
+    "kept-two": b"\x00" + fcgi_request(1, 1, FCGI_PARAMS, b"{}") + fcgi_request(2, 1, FCGI_PARAMS, b"x" * 100),
+    "get-values": b"\x03" + fcgi_record(9, 0, fcgi_pair(b"FCGI_MAX_CONNS", b"") + fcgi_pair(b"FCGI_MPXS_CONNS", b"")),
+    "abort": b"\x10" + fcgi_request(1, 1, FCGI_PARAMS)[:-8] + fcgi_record(2, 1) + fcgi_request(2, 0, FCGI_PARAMS),
+    "multiplexed": b"\x05" + fcgi_record(1, 1, struct.pack(">HB5x", 1, 0)) + fcgi_request(2, 0, FCGI_PARAMS),
+    "authorizer": b"\x08" + fcgi_request(3, 0, FCGI_PARAMS, role=2),
+    "unknown-type": b"\x01" + fcgi_record(42, 0, bytes(8)),
+    "bad-pairs": b"\x02" + fcgi_record(1, 1, struct.pack(">HB5x", 1, 0)) + fcgi_record(4, 1, b"\x85\x01ab") + fcgi_record(4, 1)
+    + fcgi_record(5, 1),
+}
+
+
 write_corpus("json", json_seeds)
 write_corpus("cgi", cgi_seeds)
 write_corpus("timestamp", timestamp_seeds)
@@ -273,6 +309,7 @@ write_corpus("anchor", anchor_seeds)
 write_corpus("changelog", changelog_seeds)
 write_corpus("signingkeys", signingkeys_seeds)
 write_corpus("envelope", envelope_seeds)
+write_corpus("fastcgi", fastcgi_seeds)
 
 write_dict("json", ["{", "}", "[", "]", ":", ",", '"', "true", "false", "null", "NaN", "Infinity", "-Infinity",
                     "\\u", "\\ud83d\\ude00", "\\udc00", "\\u212a", "K", "\\u00e9", "e\\u0301", "e+", "E-", "0.", "-0", "\xef\xbb\xbf", "\xff",
@@ -285,4 +322,7 @@ write_dict("cgi", ["REQUEST_METHOD=", "GET", "HEAD", "PUT", "PATCH", "DELETE", "
                    "MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS=1", "MOCKCLOUD_INBOX_TOMBSTONE_HORIZON=0",
                    "MOCKCLOUD_INBOX_MAX_MESSAGES=1", "HTTP_X_MERGE=", "fields", '"updatedAt"', "W/", "*", "\n\n", "\x00", "%2F", "%00", "null"])
 write_dict("timestamp", ["T", "Z", "+", "-", ":", ".", ",", "0000", "9999", "1231", "0229", "2359", "59", "+23:59", "-2359"])
+write_dict("fastcgi", ["\x01\x01\x00\x01\x00\x08\x00\x00", "\x01\x04\x00\x01", "\x01\x05\x00\x01\x00\x00\x00\x00",
+                       "\x01\x02\x00\x01\x00\x00\x00\x00", "\x01\x09\x00\x00", "\x00\x01\x01\x00\x00\x00\x00\x00",
+                       "REQUEST_METHOD", "CONTENT_LENGTH", "FCGI_MAX_CONNS", "FCGI_MPXS_CONNS", "\x80\x00\x01\x00"])
 write_dict("changelog", [formats.MAGIC, " P ", " D ", "00000000000000000001", "0000000000", "9223372036854775807"])

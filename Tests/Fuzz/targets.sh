@@ -1,6 +1,6 @@
 # The fuzz targets: name, source file and libFuzzer options (sourced by
 # build.sh and run.sh). -max_len fits what each parser is handed in service.
-FUZZ_ALL_TARGETS=(json cgi timestamp anchor changelog signingkeys envelope)
+FUZZ_ALL_TARGETS=(json cgi timestamp anchor changelog signingkeys envelope fastcgi)
 # Not libFuzzer: the built command-line tools run as processes (args.py).
 FUZZ_PROCESS_TARGETS=(args)
 
@@ -13,6 +13,7 @@ fuzz_source() {
         changelog) echo ChangeLogFuzz.swift ;;
         signingkeys) echo SigningKeysFuzz.swift ;;
         envelope) echo EnvelopeFuzz.swift ;;
+        fastcgi) echo FastCGIFuzz.swift ;;
         *) echo "unknown fuzz target: $1" >&2; return 1 ;;
     esac
 }
@@ -26,5 +27,6 @@ fuzz_options() {
         changelog) echo "-max_len=256 -dict=Tests/Fuzz/dict/changelog.dict" ;;
         signingkeys) echo "-max_len=1024" ;;
         envelope) echo "-max_len=4096 -dict=Tests/Fuzz/dict/json.dict" ;;
+        fastcgi) echo "-max_len=4096 -dict=Tests/Fuzz/dict/fastcgi.dict" ;;
     esac
 }

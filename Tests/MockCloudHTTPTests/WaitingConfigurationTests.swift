@@ -29,6 +29,15 @@ import Testing
         #expect(try Self.processes(in: dropIn, command: "ExecStart=/usr/sbin/fcgiwrap") == Capacity.fcgiwrapProcesses)
     }
 
+    /// FastCGI mode: each program's pool for waits has as many workers as
+    /// fcgiwrap has processes in CGI mode (the places, and room to refuse).
+    @Test func theLaunchersPoolsForWaitsHaveFcgiwrapsNumberOfWorkers() throws {
+        let launcher = try repositoryFile("nginx/mockcloud-nginx.sh")
+        let line = try #require(launcher.split(separator: "\n").first { $0.contains("*-waits ]]; then printf") })
+        let count = try #require(line.components(separatedBy: "printf '").dropFirst().first?.prefix { $0.isNumber })
+        #expect(Int(count) == Capacity.fcgiwrapProcesses)
+    }
+
     @Test func nginxCapsOneAddressAtItsShareAndSaysSo() throws {
         let locations = try repositoryFile("nginx/mockcloud-locations.conf")
         let line = try #require(locations.split(separator: "\n").first { $0.hasPrefix("limit_conn ") })

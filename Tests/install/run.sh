@@ -12,7 +12,10 @@
 # addresses asking 16 waits each held to their share, a client that leaves
 # freeing its place), the
 # acceptance suite's settings and inbox cases through TLS with --cacert (no
-# -k), nothing served as root, an upgrade to a rebuilt higher version that
+# -k), nothing served as root, the FastCGI mode (the site switched in one
+# step, the four pools started from the package's socket and service units
+# by start_unit.py, the settings, inbox and waiting cases again, the pools
+# as www-data, doctor on its units; then back to CGI), an upgrade to a rebuilt higher version that
 # keeps the data and an edited conffile, doctor healthy, then a broken
 # install (data directory root's, key file 0644) that doctor names; and the
 # mirror's package, `apt-get install ./mockcloud-sync_*.deb` (its Depends from

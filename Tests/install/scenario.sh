@@ -134,6 +134,75 @@ doctor=$?
 cat "$WORK/doctor.out"
 check [ "$doctor" == 0 ]
 
+# mode VALUE: the one step docs/OPERATIONS.md gives to switch the mode:
+# the site's $mockcloud_fastcgi line, then nginx -t and a reload.
+mode() {
+    sed -i "s|^\( *set \$mockcloud_fastcgi *\).*|\1\"$1\";|" "$ROOT/etc/nginx/sites-available/mockcloud" &&
+        in_root nginx -t -q && in_root nginx -s reload
+}
+# start_pool TEMPLATE PROGRAM: a pool as systemd would start it from the
+# installed units (TEMPLATE@.socket and .service, read by start_unit.py:
+# the socket in /run/mockcloud, www-data, the workers).
+start_pool() {
+    local sock="$2.sock"
+    [[ "$1" != *-waits ]] || sock="$2-waits.sock"
+    python3 "$REPO/Tests/install/start_unit.py" "$ROOT" "$1@.service" "$2" </dev/null >>"$WORK/pool-$1-$2.log" 2>&1 &
+    within 100 test -S "$ROOT/run/mockcloud/$sock" && return 0
+    echo "the $1@$2 pool did not start: $(cat "$WORK/pool-$1-$2.log")"
+    return 1
+}
+
+say "the FastCGI mode: its units installed (a socket and a service per program, and per program for its waits), the site switched in one step, the pools started as systemd would"
+for template in mockcloud-fastcgi mockcloud-fastcgi-waits; do
+    check test -f "$ROOT/lib/systemd/system/$template@.socket"
+    check test -f "$ROOT/lib/systemd/system/$template@.service"
+    for program in user-settings inbox; do
+        check test -L "$ROOT/lib/systemd/system/sockets.target.wants/$template@$program.socket"
+        check start_pool "$template" "$program"
+    done
+done
+check mode /run/mockcloud
+head -n 1 "$WORK/pool-mockcloud-fastcgi-user-settings.log"
+check [ "$(stat -c '%U %a' "$ROOT/run/mockcloud/inbox.sock")" == "www-data 660" ]
+check [ "$(stat -c '%U %a' "$ROOT/run/mockcloud/inbox-waits.sock")" == "www-data 660" ]
+
+say "the FastCGI mode: the acceptance suite's settings, inbox and waiting cases through TLS with --cacert, on an emptied data directory (the cases expect the keys they write to be new)"
+find "$ROOT/var/lib/mockcloud" -mindepth 1 -delete
+MOCKCLOUD_TEST_BASE=https://127.0.0.1:8443 MOCKCLOUD_TEST_CACERT="$ca" MOCKCLOUD_TEST_DATA="$ROOT/var/lib/mockcloud" \
+    "$REPO/Tests/acceptance/run.sh" "$REPO/Tests/acceptance/cases/settings.sh" "$REPO/Tests/acceptance/cases/inbox.sh" \
+    "$REPO/Tests/acceptance/cases/waiting.sh" >"$WORK/acceptance-fastcgi.out" 2>&1
+acceptance=$?
+grep -E 'passed, ' "$WORK/acceptance-fastcgi.out"
+grep '^FAIL' -A3 "$WORK/acceptance-fastcgi.out"
+check [ "$acceptance" == 0 ]
+
+say "the FastCGI mode: the pools serve as www-data, and doctor checks their units: exit 0"
+for comm in user-settings inbox; do
+    for p in /proc/[0-9]*; do
+        [[ "$(cat "$p/comm" 2>/dev/null)" == "$comm" ]] || continue
+        CHECK="the $comm pool's process ${p#/proc/} runs as www-data"
+        check [ "$(awk '/^Uid:/ { print $2 }' "$p/status")" == "$www" ]
+    done
+done
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
+doctor=$?
+cat "$WORK/doctor.out"
+CHECK="doctor in the FastCGI mode: exit 0"
+check [ "$doctor" == 0 ]
+
+say "the FastCGI mode: a socket missing (its unit stopped) is named by doctor, exit 1"
+mv "$ROOT/run/mockcloud/inbox.sock" "$ROOT/run/mockcloud/inbox.sock.away"
+in_root mockcloud-admin doctor >"$WORK/doctor.out" 2>&1
+doctor=$?
+mv "$ROOT/run/mockcloud/inbox.sock.away" "$ROOT/run/mockcloud/inbox.sock"
+cat "$WORK/doctor.out"
+check [ "$doctor" == 1 ]
+check grep -q 'systemctl enable --now mockcloud-fastcgi@inbox.socket' "$WORK/doctor.out"
+
+say "back to the CGI mode in the same one step"
+check mode ""
+check [ "$(get ps-check /user/settings >/dev/null; curl -s --noproxy '*' --cacert "$ca" -o /dev/null -w '%{http_code}' -H 'X-User-Key: back' https://127.0.0.1:8443/user/settings)" == 404 ]
+
 say "data written on $VERSION, and an edited conffile, before the upgrade"
 put() { curl -s --noproxy '*' --cacert "$ca" -o /dev/null -w '%{http_code}' -X PUT -H "X-User-Key: $1" "${@:3}" "https://127.0.0.1:8443$2"; }
 check [ "$(put upgrade /user/settings -d '{"updatedAt":"2026-01-01T00:00:00Z","kept":true}')" == 200 ]

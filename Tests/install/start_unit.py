@@ -7,10 +7,13 @@ here, not restated. Run as root; this process becomes the service (its PID).
       fcgiwrap.service.d/ (the package's among them).
   start_unit.py ROOT TEMPLATE@.service INSTANCE
       an instance of a template, e.g. mockcloud-sync-push@.service
-      srv-mirror-scans (the name `systemd-escape --path` gives a folder).
+      srv-mirror-scans (the name `systemd-escape --path` gives a folder),
+      or mockcloud-fastcgi@.service inbox, with its socket
+      (mockcloud-fastcgi@.socket) when the template has one.
 
 What is read and done, as systemd does it:
-  - the socket (fcgiwrap): ListenStream (a path), SocketUser, SocketGroup,
+  - the socket (fcgiwrap's, or the template's): ListenStream (a path, its
+    folder made as systemd makes it), SocketUser, SocketGroup,
     SocketMode; bound, owned and moded so, and handed over as fd 3 with
     LISTEN_FDS=1 and LISTEN_PID (this process's id, which the execs keep);
   - the service: Environment= and EnvironmentFile= (a leading `-`: optional),
@@ -38,7 +41,7 @@ SERVICE_KEYS = {"Environment", "EnvironmentFile", "ExecStart", "User", "Group", 
 # (its system calls are held to SystemCallFilter= by Tests/client/watch.py,
 # under strace) and what systemd does when the process ends.
 SYSTEMD_ONLY = {
-    "Type", "Restart", "RestartSec", "RestartPreventExitStatus",
+    "Type", "Restart", "RestartSec", "RestartPreventExitStatus", "KillMode",
     "ReadWritePaths", "ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices", "PrivateMounts",
     "ProtectProc", "RemoveIPC", "NoNewPrivileges", "CapabilityBoundingSet", "RestrictAddressFamilies",
     "RestrictNamespaces", "RestrictRealtime", "RestrictSUIDSGID", "LockPersonality", "MemoryDenyWriteExecute",
@@ -156,13 +159,16 @@ def table(name):
     return {line.split(":")[0]: line.rstrip("\n").split(":") for line in open(in_root("/etc/" + name), encoding="utf-8")}
 
 
-def listen_fcgiwrap():
-    """fcgiwrap.socket bound as systemd binds it, as fd 3: its LISTEN_* and path."""
-    listen = {k: v for s, k, v in sections(UNITS + "/fcgiwrap.socket") if s == "Socket"}
+def listen(unit, instance=""):
+    """The socket `unit` (an instance of it, for a template) bound as
+    systemd binds it, as fd 3: its LISTEN_* and where it listens."""
+    name = unit.replace("@.", "@%s." % instance) if instance else unit
+    listen = {k: specifiers(v, name, instance) for s, k, v in sections(UNITS + "/" + unit) if s == "Socket"}
     unknown = set(listen) - SOCKET_KEYS
     if unknown:
-        fail("fcgiwrap.socket sets %s, which this test does not know how to apply" % ", ".join(unknown))
+        fail("%s sets %s, which this test does not know how to apply" % (name, ", ".join(unknown)))
     path = in_root(listen["ListenStream"])
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(path)
     os.chown(path, int(table("passwd")[listen.get("SocketUser", "root")][2]),
@@ -173,16 +179,19 @@ def listen_fcgiwrap():
     # may be 3 itself; and when it is, dup2 leaves its close-on-exec flag set.
     os.dup2(s.detach(), 3)
     os.set_inheritable(3, True)
-    return ["LISTEN_FDS=1", "LISTEN_PID=%d" % os.getpid(), "LISTEN_FDNAMES=fcgiwrap.socket"], " on " + listen["ListenStream"]
+    return ["LISTEN_FDS=1", "LISTEN_PID=%d" % os.getpid(), "LISTEN_FDNAMES=" + name], " on " + listen["ListenStream"]
 
 
 ROOT = sys.argv[1]
 if len(sys.argv) == 2:
     argv, environment, user, group, umask = service("fcgiwrap.service", "")
-    listening, where = listen_fcgiwrap()
+    listening, where = listen("fcgiwrap.socket")
 elif len(sys.argv) == 4 and sys.argv[2].endswith("@.service"):
     argv, environment, user, group, umask = service(sys.argv[2], sys.argv[3])
+    socket_unit = sys.argv[2][:-len("service")] + "socket"
     listening, where = [], ""
+    if os.path.exists(in_root(UNITS + "/" + socket_unit)):
+        listening, where = listen(socket_unit, sys.argv[3])
 else:
     fail("usage: start_unit.py ROOT [TEMPLATE@.service INSTANCE]")
 print("start_unit.py: %s as %s:%s%s" % (" ".join(argv), user, group, where), flush=True)

@@ -32,6 +32,10 @@ for want in "-rwxr-xr-x root/root ./usr/lib/mockcloud/cgi-bin/user-settings" \
     "-rw-r--r-- root/root ./etc/nginx/sites-available/mockcloud" \
     "-rw-r--r-- root/root ./etc/nginx/conf.d/mockcloud.conf" \
     "-rw-r--r-- root/root ./lib/systemd/system/fcgiwrap.service.d/mockcloud.conf" \
+    "-rw-r--r-- root/root ./lib/systemd/system/mockcloud-fastcgi@.socket" \
+    "-rw-r--r-- root/root ./lib/systemd/system/mockcloud-fastcgi@.service" \
+    "-rw-r--r-- root/root ./lib/systemd/system/mockcloud-fastcgi-waits@.socket" \
+    "-rw-r--r-- root/root ./lib/systemd/system/mockcloud-fastcgi-waits@.service" \
     "-rw-r--r-- root/root ./usr/share/doc/mockcloud/copyright" \
     "-rw-r--r-- root/root ./usr/share/doc/mockcloud/changelog.gz" \
     "-rw-r--r-- root/root ./usr/share/doc/mockcloud/README.md.gz" \
@@ -75,6 +79,33 @@ grep -q 'include /etc/nginx/snippets/mockcloud-locations.conf;' "$site" || fail 
 grep -q 'set $mockcloud_cgi_bin      /usr/lib/mockcloud/cgi-bin;' "$site" || fail "cgi-bin path"
 grep -q 'ssl_certificate     /etc/mockcloud/tls/cert.pem;' "$site" || fail "certificate path"
 grep -q '^ExecStart=/usr/sbin/fcgiwrap -f' "$ROOTDIR/lib/systemd/system/fcgiwrap.service.d/mockcloud.conf" || fail "no -f in the drop-in"
+
+it "the FastCGI mode's units: every socket enabled, a socket and a service per program and per program's waits (www-data, Restart=always, before nginx), systemd-analyze verify silent"
+units="$ROOTDIR/lib/systemd/system"
+for template in mockcloud-fastcgi mockcloud-fastcgi-waits; do
+    for program in user-settings inbox; do
+        [[ "$(readlink "$units/sockets.target.wants/$template@$program.socket")" == "../$template@.socket" ]] ||
+            fail "$template@$program.socket is not enabled"
+    done
+    grep -qx 'SocketUser=www-data' "$units/$template@.socket" || fail "$template: socket owner"
+    for line in User=www-data Restart=always Before=nginx.service; do
+        grep -qx -- "$line" "$units/$template@.service" || fail "$template's service has no $line"
+    done
+    grep -q '^ExecStart=/usr/lib/mockcloud/cgi-bin/%i --fastcgi systemd ' "$units/$template@.service" ||
+        fail "$template's service does not start the program on systemd's socket"
+done
+grep -qx 'ListenStream=/run/mockcloud/%i.sock' "$units/mockcloud-fastcgi@.socket" || fail "socket path"
+grep -qx 'ListenStream=/run/mockcloud/%i-waits.sock' "$units/mockcloud-fastcgi-waits@.socket" || fail "waits socket path"
+grep -qx '    set $mockcloud_fastcgi      "";' "$site" || fail "the site is not in the CGI mode by default, on one line"
+if command -v systemd-analyze >/dev/null; then
+    cp -n /lib/systemd/system/*.target /lib/systemd/system/*.slice "$units/" 2>/dev/null
+    for template in mockcloud-fastcgi mockcloud-fastcgi-waits; do
+        for program in user-settings inbox; do
+            out="$(systemd-analyze verify --root="$ROOTDIR" "$template@$program.socket" "$template@$program.service" 2>&1)" &&
+                [[ -z "$out" ]] || fail "verify $template@$program: $out"
+        done
+    done
+fi
 
 export DPKG_ROOT="$ROOTDIR"
 it "postinst configure: key 0600 www-data, data www-data 0700, CA key 0600, a leaf the CA verifies"

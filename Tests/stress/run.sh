@@ -11,7 +11,8 @@
 # Parts: hostile.py (malformed requests through nginx + TLS), crash.py
 # (SIGKILL mid-write, with and without signing), bulk_crash.py (SIGKILL in
 # the middle of a POST /inbox:bulk batch), faults.py (every storage system
-# call of every kind of write failed at every occurrence, with strace),
+# call of every kind of write failed at every occurrence, with strace; and
+# again with the write served by a FastCGI worker, --max-requests 1),
 # races.py (races held open with strace delays), diskfull.sh (a
 # full, an inode-less and a read-only data directory) and diskfill.py (a
 # disk filled by writes, and the free-space floor; both need root for their
@@ -49,11 +50,11 @@ PART_SECONDS=600
 if [[ "$MODE" == full ]]; then
     HOSTILE_REQUESTS=4000 CRASH_OPS=2000 CRASH_HMAC_OPS=1000 BULK_ROUNDS=200
     WRITERS=16 INCREMENTS=20 PUTS=12 FEED_OPS=40 EXTRA=(--direct "$MOCKCLOUD_CGI_BIN" --stuck)
-    RACE_ROUNDS=3
+    RACE_ROUNDS=3 FASTCGI_FAULTS=()
 else
     HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150 BULK_ROUNDS=20
     WRITERS=16 INCREMENTS=3 PUTS=3 FEED_OPS=10 EXTRA=()
-    RACE_ROUNDS=1
+    RACE_ROUNDS=1 FASTCGI_FAULTS=(--quick)
 fi
 
 TOTAL_PASSED=0
@@ -117,6 +118,10 @@ part "bulk crash (signing on, $BULK_ROUNDS batches, seed $SEED)" python3 "$STRES
 # checks, two minutes on 2 cores (it needs strace; a longer hang guard).
 PART_SECONDS=1200 part "faults (every storage system call failed at every occurrence, 2 jobs)" \
     python3 "$STRESS_DIR/faults.py" --cgi-bin "$MOCKCLOUD_CGI_BIN" --jobs 2
+# The same faults in the FastCGI mode's worker (--max-requests 1): every
+# occurrence in the full run, sampled occurrences in the short one.
+PART_SECONDS=1200 part "faults in a FastCGI worker (--max-requests 1${FASTCGI_FAULTS:+, sampled N}, 2 jobs)" \
+    python3 "$STRESS_DIR/faults.py" --cgi-bin "$MOCKCLOUD_CGI_BIN" --jobs 2 --fastcgi "${FASTCGI_FAULTS[@]}"
 part "races ($RACE_ROUNDS rounds, each held open with an strace delay)" python3 "$STRESS_DIR/races.py" \
     --cgi-bin "$MOCKCLOUD_CGI_BIN" --rounds "$RACE_ROUNDS"
 

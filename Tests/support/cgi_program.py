@@ -10,10 +10,15 @@ process tests have their own, in Tests/EndToEndTests/ProgramRunner.swift).
         prints the environment as NUL-terminated NAME=value entries, for
         `mapfile -d '' env < <(...)` and then `env -i "${env[@]}" PROGRAM`
 
+The same request can go to a program serving FastCGI (`fastcgi_request`:
+the environment as its PARAMS, the body as its STDIN), as nginx sends it
+to the FastCGI mode's workers.
+
 Python 3 standard library only.
 """
 import argparse
 import os
+import struct
 import subprocess
 import sys
 
@@ -72,6 +77,56 @@ def run(program, method, path, data, headers=None, query="", body=b"", extra=Non
                           timeout=timeout)
     status, out_headers, out_body, whole = parse_output(proc.stdout)
     return status, out_headers, out_body, whole, proc.returncode
+
+
+# FastCGI (the protocol nginx speaks to the FastCGI mode's workers): the
+# record types a responder's request and answer use.
+FCGI_BEGIN_REQUEST, FCGI_END_REQUEST, FCGI_PARAMS, FCGI_STDIN, FCGI_STDOUT = 1, 3, 4, 5, 6
+
+
+def _record(kind, content, request_id=1):
+    return struct.pack(">BBHHBB", 1, kind, request_id, len(content), 0, 0) + content
+
+
+def _pair_length(n):
+    return struct.pack(">B", n) if n < 128 else struct.pack(">I", n | 0x80000000)
+
+
+def fastcgi_request(sock, env, body=b"", timeout=40):
+    """One request over a connected FastCGI socket as nginx sends it (a
+    responder's BEGIN_REQUEST, `env` as PARAMS, `body` as STDIN); returns
+    the STDOUT bytes, a CGI program's output (parse_output reads it), and
+    whether END_REQUEST came."""
+    sock.settimeout(timeout)
+    pairs = b"".join(_pair_length(len(k.encode())) + _pair_length(len(v.encode())) + k.encode() + v.encode()
+                     for k, v in env.items())
+    out = _record(FCGI_BEGIN_REQUEST, struct.pack(">HB5x", 1, 0))
+    for i in range(0, len(pairs), 65535):
+        out += _record(FCGI_PARAMS, pairs[i:i + 65535])
+    out += _record(FCGI_PARAMS, b"")
+    for i in range(0, len(body), 65535):
+        out += _record(FCGI_STDIN, body[i:i + 65535])
+    out += _record(FCGI_STDIN, b"")
+    stdout, buffer, ended = b"", b"", False
+    try:
+        sock.sendall(out)
+        while not ended:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            buffer += chunk
+            while len(buffer) >= 8:
+                _, kind, _, length, padding = struct.unpack(">BBHHB", buffer[:7])
+                if len(buffer) < 8 + length + padding:
+                    break
+                if kind == FCGI_STDOUT:
+                    stdout += buffer[8:8 + length]
+                elif kind == FCGI_END_REQUEST:
+                    ended = True
+                buffer = buffer[8 + length + padding:]
+    except OSError:
+        pass
+    return stdout, ended
 
 
 def main(argv):

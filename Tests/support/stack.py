@@ -37,7 +37,8 @@ class Stack:
         self.port = self.base = self.run = self.data = None
 
     def _env(self):
-        return {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_")}
+        # MOCKCLOUD_TEST_MODE alone goes through: the mode of every stack (stack.sh).
+        return {k: v for k, v in os.environ.items() if not k.startswith("MOCKCLOUD_") or k == "MOCKCLOUD_TEST_MODE"}
 
     def start(self):
         """Starts it, or raises RuntimeError with the launcher's words."""

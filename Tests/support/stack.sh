@@ -10,8 +10,9 @@
 # Sourced (through cases.sh, by the shell suites; set WORK first):
 #   start_stack NAME [VAR=value ...]   run dir $WORK/NAME, data $WORK/NAME-data,
 #                                      a free port on 127.0.0.1 (MOCKCLOUD_DATA,
-#                                      _PORT or _HOST among the VARs win);
-#                                      sets STACK, PORT, BASE, RUN and DATA
+#                                      _PORT, _HOST or _MODE among the VARs win;
+#                                      the mode is MOCKCLOUD_TEST_MODE's, cgi
+#                                      by default); sets STACK, PORT, BASE, RUN and DATA
 #   stop_stacks                        stops every stack started so far
 #   own_secrets FILE...                key and token files made readable to
 #                                      the stacks' user, as docs/OPERATIONS.md says
@@ -23,11 +24,18 @@ SUPPORT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$SUPPORT_DIR/../.." && pwd)"
 LAUNCHER="$REPO/nginx/mockcloud-nginx.sh"
 export MOCKCLOUD_CGI_BIN="${MOCKCLOUD_CGI_BIN:-$REPO/cgi-bin}"
+# The mode every stack serves in unless a test names one (MOCKCLOUD_MODE
+# among its settings): MOCKCLOUD_TEST_MODE, cgi (the default) or fastcgi,
+# so that one suite runs against either (docs/TESTING.md).
+TEST_MODE="${MOCKCLOUD_TEST_MODE:-cgi}"
+[[ "$TEST_MODE" == cgi || "$TEST_MODE" == fastcgi ]] ||
+    { echo "MOCKCLOUD_TEST_MODE must be cgi or fastcgi, not '$TEST_MODE'" >&2; exit 2; }
 # The stacks are configured by the tests only, whatever the caller's environment says.
 unset MOCKCLOUD_UPSTREAM MOCKCLOUD_HMAC_KEYS MOCKCLOUD_HMAC_REQUIRE MOCKCLOUD_CERT \
     MOCKCLOUD_CERT_KEY MOCKCLOUD_HOST MOCKCLOUD_PORT MOCKCLOUD_DATA MOCKCLOUD_RUN MOCKCLOUD_TOKENS \
     MOCKCLOUD_INBOX_MAX_MESSAGES MOCKCLOUD_INBOX_TOMBSTONE_HORIZON MOCKCLOUD_INBOX_COMPACT_MIN_RECORDS \
-    MOCKCLOUD_MIN_FREE_MB MOCKCLOUD_WAITS_PER_ADDRESS MOCKCLOUD_LIMITS MOCKCLOUD_USER
+    MOCKCLOUD_MIN_FREE_MB MOCKCLOUD_WAITS_PER_ADDRESS MOCKCLOUD_LIMITS MOCKCLOUD_USER \
+    MOCKCLOUD_MODE MOCKCLOUD_FASTCGI_WORKERS MOCKCLOUD_FASTCGI_MAX_REQUESTS
 STACK_RUNS=()
 
 free_port() {
@@ -48,7 +56,7 @@ start_stack() {
     [[ -n "$port" ]] || port="$(free_port)"
     chmod 0711 "$WORK"
     STACK_RUNS+=("$WORK/$name")
-    if ! env "MOCKCLOUD_RUN=$WORK/$name" "MOCKCLOUD_DATA=$data" "MOCKCLOUD_PORT=$port" "MOCKCLOUD_HOST=$host" "$@" \
+    if ! env "MOCKCLOUD_MODE=$TEST_MODE" "MOCKCLOUD_RUN=$WORK/$name" "MOCKCLOUD_DATA=$data" "MOCKCLOUD_PORT=$port" "MOCKCLOUD_HOST=$host" "$@" \
         "$LAUNCHER" start >"$WORK/$name-start.log" 2>&1; then
         printf 'could not start the %s stack:\n' "$name"
         sed 's/^/    /' "$WORK/$name-start.log"

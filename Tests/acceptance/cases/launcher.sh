@@ -36,6 +36,67 @@ left="$(running_in "$serve_run")"
 [[ -z "$left" ]] || fail "still running: $(ps -o pid=,args= -p "${left// /,}" 2>/dev/null || echo "$left")"
 [[ ! -e "$serve_run/fcgiwrap.sock" ]] || fail "the fcgiwrap socket is still there"
 
+# PID and its descendants, from one pass over /proc.
+tree_of() {
+    local stat line rest
+    for stat in /proc/[0-9]*/stat; do
+        { read -r line <"$stat"; } 2>/dev/null || continue
+        rest="${line##*) }"
+        rest="${rest#* }"
+        printf '%s %s\n' "${line%% *}" "${rest%% *}"
+    done | awk -v root="$1" '
+        { parent[$1] = $2 }
+        END {
+            print root
+            for (pid in parent) {
+                for (p = parent[pid]; p != "" && p != 0; p = parent[p]) if (p == root) { print pid; break }
+            }
+        }'
+}
+
+it "SIGTERM twice in a row to make serve's process group leaves no nginx, fcgiwrap, pool or program running"
+# As a supervisor, `timeout` or `kill -TERM -PGID` stop it: the whole group
+# gets TERM, make forwards its own to the launcher, and here the group gets
+# a second one while the launcher is stopping. Every process the stack started (each recorded in
+# its run directory, with what runs below it) must be gone.
+group_run="$WORK/group"
+group_port="$(free_port)"
+env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS MOCKCLOUD_MODE="$TEST_MODE" MOCKCLOUD_RUN="$group_run" MOCKCLOUD_DATA="$WORK/group-data" MOCKCLOUD_PORT="$group_port" \
+    setsid make -C "$REPO" --no-print-directory -o deps -o install serve >"$WORK/group.out" 2>&1 &
+group_pid=$!
+SERVER_PIDS+=("$group_pid")
+if until_serving "$WORK/group.out" "$group_pid"; then
+    started=""
+    for pidfile in "$group_run"/*.pid; do
+        [[ -s "$pidfile" ]] || continue
+        for pid in $(tree_of "$(cat "$pidfile")"); do started+="$pid "; done
+    done
+    [[ "$started" == *" "*" "* ]] || fail "fewer processes recorded than nginx and fcgiwrap: $started"
+    kill -TERM -- "-$group_pid"
+    # The second TERM while the launcher stops the stack, as soon as it
+    # says so: its stop takes a tenth of a second at least (it finds each
+    # process's children and waits for each to go), which a reaction of a
+    # millisecond or two falls well inside of, every time.
+    for ((i = 0; i < 20000; i++)); do
+        [[ "$(<"$WORK/group.out")" != *"mockcloud-nginx.sh: stopping"* ]] || break
+        kill -0 "$group_pid" 2>/dev/null || break
+    done
+    kill -TERM -- "-$group_pid" 2>/dev/null
+    wait "$group_pid"
+    # A bound against a hang: the launcher waits up to 10 s before SIGKILL.
+    for ((i = 0; i < 300; i++)); do
+        left=""
+        for pid in $started; do [[ ! -e "/proc/$pid" ]] || [[ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" == Z ]] || left+="$pid "; done
+        [[ -n "$left" ]] || break
+        sleep 0.1
+    done
+    [[ -z "$left" ]] || fail "still running after make serve stopped: $(for pid in $left; do printf '%s(%s) ' "$pid" "$(cat "/proc/$pid/comm" 2>/dev/null)"; done)"
+else
+    fail "make serve did not serve: $(cat "$WORK/group.out")"
+fi
+# Whatever the launcher left, stopped by the PIDs it recorded.
+MOCKCLOUD_RUN="$group_run" "$LAUNCHER" stop 2>/dev/null
+
 it "start on a busy port fails with nginx's error and leaves no fcgiwrap running"
 busy_run="$WORK/busy"
 if MOCKCLOUD_RUN="$busy_run" MOCKCLOUD_DATA="$WORK/busy-data" MOCKCLOUD_PORT="$MAIN_PORT" \

@@ -1,0 +1,289 @@
+import MockCloudConfig
+import MockCloudStore
+import MockCloudSystem
+import MockCloudWire
+
+/// The same program as a pool of persistent FastCGI responders, as
+/// php-fpm's static pool serves nginx: a master forks `workers` processes
+/// that take connections from one listening socket, each one request at a
+/// time, single-threaded. The master restarts a worker that ends (and logs
+/// the signal that ended it), never giving up; on SIGTERM or SIGINT it
+/// passes the signal on, each worker finishes the request it is serving,
+/// and the master exits once they have.
+///
+/// Nothing of one request reaches the next: each gets its environment from
+/// its own PARAMS, a fresh `WriteProgress`, `LastWords` pointed at its own
+/// connection, the inbox's upkeep flags cleared and the time limit set
+/// anew. A time-out or a crash answers as the CGI program does, over the
+/// request's connection, and ends that worker only; the master starts
+/// another. Upkeep after an answer runs in a child of the worker, so that
+/// the worker takes its next request at once (the inbox folder's lock
+/// still runs one upkeep at a time).
+package enum FastCGIProgram {
+    /// How the pool was asked for.
+    package struct Options: Sendable, Equatable {
+        /// `unix:PATH` to listen on; `nil`: the socket systemd passed.
+        package var socketPath: String?
+        /// Workers to keep running.
+        package var workers = Capacity.fastCGIWorkers
+        /// Requests a worker serves before it is replaced (0: no limit).
+        package var maxRequests = 0
+
+        package init(socketPath: String? = nil, workers: Int = Capacity.fastCGIWorkers, maxRequests: Int = 0) {
+            self.socketPath = socketPath
+            self.workers = workers
+            self.maxRequests = maxRequests
+        }
+
+        /// The options when the process was started as a FastCGI server:
+        /// with arguments (`--fastcgi unix:PATH`, `--workers N`,
+        /// `--max-requests N`) or by systemd with a socket; `nil` for a CGI
+        /// request (fcgiwrap passes no argument). A wrong argument ends the
+        /// process with a line saying which.
+        package static func fromProcess(name: String) -> Options? {
+            if CommandLine.argc > 1 {
+                do {
+                    return try parse(Array(CommandLine.arguments.dropFirst()))
+                } catch {
+                    CGIProgram.log(name, "\(error)")
+                    Sys.exit(2)
+                }
+            }
+            return Sys.environmentValue("LISTEN_FDS") == nil ? nil : Options()
+        }
+
+        /// Reads the arguments: `--fastcgi unix:PATH` (or `--fastcgi
+        /// systemd`), `--workers N` (1 to 256), `--max-requests N`.
+        package static func parse(_ arguments: [String]) throws -> Options {
+            var options = Options()
+            var named = false
+            var rest = arguments[...]
+            while let argument = rest.popFirst() {
+                guard let value = rest.popFirst() else { throw ConfigError("\(argument) needs a value") }
+                switch argument {
+                case "--fastcgi":
+                    named = true
+                    if value == "systemd" {
+                        options.socketPath = nil
+                    } else if value.hasPrefix("unix:"), value.count > 5 {
+                        options.socketPath = String(value.dropFirst(5))
+                    } else {
+                        throw ConfigError("--fastcgi \(value): give unix:PATH, or systemd for the socket systemd passes")
+                    }
+                case "--workers":
+                    guard let count = Int(value), (1...256).contains(count) else {
+                        throw ConfigError("--workers \(value) is not a whole number from 1 to 256")
+                    }
+                    options.workers = count
+                case "--max-requests":
+                    guard let count = Int(value), count >= 0 else {
+                        throw ConfigError("--max-requests \(value) is not a whole number (0: no limit)")
+                    }
+                    options.maxRequests = count
+                default:
+                    throw ConfigError("unknown argument \(argument): a CGI program takes none; FastCGI takes "
+                        + "--fastcgi unix:PATH|systemd, --workers N, --max-requests N")
+                }
+            }
+            guard named else { throw ConfigError("--workers and --max-requests need --fastcgi unix:PATH or --fastcgi systemd") }
+            return options
+        }
+    }
+
+    /// The connection of the request in progress, for its log lines and its wait.
+    nonisolated(unsafe) private static var connection = FileDescriptor.closed
+    nonisolated(unsafe) private static var requestID: UInt16 = 0
+    /// Set by SIGTERM or SIGINT in the master.
+    nonisolated(unsafe) private static var stopping = false
+
+    /// Sends a log line on the request's STDERR; false when no request is
+    /// in progress (the line goes to the process's stderr instead).
+    static func logLine(_ text: [UInt8]) -> Bool {
+        guard connection != .closed else { return false }
+        var out: [UInt8] = []
+        FastCGI.appendStream(.stderr, requestID, text, to: &out)
+        try? Sys.writeAll(connection, out, path: "FastCGI connection")
+        return true
+    }
+
+    /// The ways to whoever takes the answer of a waiting request: the
+    /// request's FastCGI connection, which nginx closes when the client
+    /// goes away; `nil` outside a FastCGI request.
+    static var answerPaths: [FileDescriptor]? { connection == .closed ? nil : [connection] }
+
+    /// Listens, forks the workers and keeps them running until stopped.
+    static func run(
+        _ options: Options, name: String, bodyLimit: Int,
+        _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
+    ) -> Never {
+        let listening: FileDescriptor
+        do {
+            if let path = options.socketPath {
+                listening = try Sys.listen(unixPath: path)
+            } else if let passed = Sys.socketFromSystemd() {
+                listening = passed
+            } else {
+                throw ConfigError("--fastcgi systemd, but systemd passed no socket (LISTEN_FDS, LISTEN_PID)")
+            }
+        } catch {
+            CGIProgram.log(name, "cannot listen: \(error)")
+            Sys.exit(1)
+        }
+        Sys.unblockAllSignals()
+        Sys.onTerminate { _ in FastCGIProgram.stopping = true }
+        var workers: Set<Int32> = []
+        func start() {
+            do {
+                let pid = try Sys.fork()
+                if pid == 0 { work(listening, options, name: name, bodyLimit: bodyLimit, handler) }
+                workers.insert(pid)
+            } catch {
+                CGIProgram.log(name, "cannot start a worker (trying again in a second): \(error)")
+                Sys.sleep(milliseconds: 1000)
+            }
+        }
+        CGIProgram.log(name, "FastCGI: \(options.workers) workers on \(options.socketPath.map { "unix:" + $0 } ?? "systemd's socket")")
+        while !stopping {
+            while workers.count < options.workers && !stopping { start() }
+            guard let (pid, end) = Sys.waitForChild() else { continue }
+            guard workers.remove(pid) != nil else { continue }
+            switch end {
+            case .signaled(let signal): CGIProgram.log(name, "worker \(pid) ended by \(Sys.signalName(signal)); starting another")
+            case .exited(let status) where status > 128 && status <= 128 + 64:
+                // LastWords answered its request, then ended it as the signal would have.
+                CGIProgram.log(name, "worker \(pid) ended by \(Sys.signalName(status - 128)) (its request answered); starting another")
+            case .exited(let status) where status != 0:
+                CGIProgram.log(name, "worker \(pid) exited with status \(status); starting another")
+            case .exited: break    // recycled after --max-requests
+            }
+        }
+        for pid in workers { Sys.send(Sys.terminate, to: pid) }
+        while !workers.isEmpty {
+            if let (pid, _) = Sys.waitForChild() { workers.remove(pid) } else if !stopping { break }
+        }
+        if let path = options.socketPath { _ = try? Sys.unlink(path) }
+        Sys.exit(0)
+    }
+
+    /// A worker: connections, one at a time, until `maxRequests` are served
+    /// or SIGTERM comes between two requests.
+    private static func work(
+        _ listening: FileDescriptor, _ options: Options, name: String, bodyLimit: Int,
+        _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
+    ) -> Never {
+        Sys.resetForWorker()
+        LastWords.endRequest()    // idle: a signal has nobody to answer
+        var served = 0
+        while options.maxRequests == 0 || served < options.maxRequests {
+            Sys.holdTermination(false)
+            let accepted: FileDescriptor
+            do {
+                accepted = try Sys.accept(listening)
+            } catch {
+                CGIProgram.log(name, "accept: \(error)")
+                Sys.sleep(milliseconds: 100)
+                continue
+            }
+            Sys.holdTermination(true)
+            served += serve(connection: accepted, listening: listening, name: name, bodyLimit: bodyLimit,
+                            left: options.maxRequests == 0 ? Int.max : options.maxRequests - served, handler)
+            Sys.close(accepted)
+        }
+        Sys.exit(0)
+    }
+
+    /// Serves the requests of one connection (at most `left`); how many.
+    package static func serve(
+        connection accepted: FileDescriptor, listening: FileDescriptor, name: String, bodyLimit: Int, left: Int,
+        _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
+    ) -> Int {
+        var reader = FastCGIRecordReader()
+        var state = FastCGIConnectionState(bodyLimit: bodyLimit)
+        var served = 0
+        var kept = false
+        do {
+            while true {
+                while let record = try reader.next() {
+                    switch try state.take(record) {
+                    case .none: break
+                    case .began: Sys.setAlarm(seconds: CGIProgram.timeLimitSeconds)
+                    case .reply(let bytes): try Sys.writeAll(accepted, bytes, path: "FastCGI connection")
+                    case .aborted(let bytes):
+                        Sys.setAlarm(seconds: 0)
+                        try Sys.writeAll(accepted, bytes, path: "FastCGI connection")
+                    case .request(let request):
+                        let written = answer(request, on: accepted, listening: listening, name: name, bodyLimit: bodyLimit, handler)
+                        served += 1
+                        guard written, request.keepConnection, served < left else { return served }
+                        kept = true
+                    }
+                }
+                // Between two requests of a kept connection, a stop may end the worker.
+                let idle = kept && state.isIdle && reader.isEmpty
+                if idle { Sys.holdTermination(false) }
+                let bytes = try Sys.readSome(accepted, count: 65536, path: "FastCGI connection")
+                if idle { Sys.holdTermination(true) }
+                if bytes.isEmpty { break }
+                reader.append(bytes)
+            }
+        } catch {
+            // A broken protocol or connection: closed, with no answer to give.
+            CGIProgram.log(name, "FastCGI connection closed: \(error)")
+        }
+        Sys.setAlarm(seconds: 0)
+        return served
+    }
+
+    /// Answers one request on `accepted`; false when the answer could not be
+    /// written (the connection is then closed; the log says so).
+    private static func answer(
+        _ request: FastCGIRequest, on accepted: FileDescriptor, listening: FileDescriptor, name: String, bodyLimit: Int,
+        _ handler: (CGIRequest, _ afterAnswer: inout Upkeep) throws -> CGIResponse
+    ) -> Bool {
+        WriteProgress.reset()
+        InboxStore.forgetUpkeepDue()
+        connection = accepted
+        requestID = request.requestID
+        LastWords.beginRequest(connection: accepted, id: request.requestID)
+        let environment = FastCGI.environment(request.params)
+        var upkeep = Upkeep.none
+        let response = CGIProgram.respond(
+            environment: environment, bodyLimit: bodyLimit, body: .received(request.body, length: request.bodyLength),
+            name: name
+        ) { request in try handler(request, &upkeep) }
+        Sys.setAlarm(seconds: 0)
+        let bytes = FastCGI.answer(request.requestID, CGIProgram.serialized(response, environment))
+        LastWords.answerBegins()
+        var written = true
+        do {
+            try Sys.writeAll(accepted, bytes, path: "FastCGI connection")
+        } catch {
+            connection = .closed
+            CGIProgram.log(name, "could not write the response: \(error)")
+            written = false
+        }
+        connection = .closed
+        LastWords.endRequest()
+        if upkeep.isNeeded { upkeepInChild(name, upkeep, accepted, listening) }
+        return written
+    }
+
+    /// The upkeep in a child of the worker (reaped by the system): the
+    /// worker goes on to its next request. Without a child, it runs here.
+    private static func upkeepInChild(_ name: String, _ upkeep: Upkeep, _ accepted: FileDescriptor, _ listening: FileDescriptor) {
+        let pid: Int32
+        do {
+            pid = try Sys.fork()
+        } catch {
+            CGIProgram.log(name, "no child for the upkeep (run in the worker): \(error)")
+            CGIProgram.runAfterAnswer(name, upkeep, detach: false)
+            Sys.setAlarm(seconds: 0)
+            return
+        }
+        guard pid == 0 else { return }
+        Sys.close(accepted)
+        Sys.close(listening)
+        CGIProgram.runAfterAnswer(name, upkeep, detach: true)
+        Sys.exit(0)
+    }
+}
