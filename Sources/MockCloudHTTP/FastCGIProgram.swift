@@ -130,7 +130,7 @@ package enum FastCGIProgram {
             Sys.exit(1)
         }
         Sys.unblockAllSignals()
-        Sys.onTerminate { _ in FastCGIProgram.stopping = true }
+        Sys.holdMasterSignals(onStop: { _ in FastCGIProgram.stopping = true })
         var workers: Set<Int32> = []
         func start() {
             do {
@@ -145,7 +145,7 @@ package enum FastCGIProgram {
         CGIProgram.log(name, "FastCGI: \(options.workers) workers on \(options.socketPath.map { "unix:" + $0 } ?? "systemd's socket")")
         while !stopping {
             while workers.count < options.workers && !stopping { start() }
-            guard let (pid, end) = Sys.waitForChild() else { continue }
+            guard case .child(let pid, let end) = Sys.awaitChildOrSignal() else { continue }
             guard workers.remove(pid) != nil else { continue }
             switch end {
             case .signaled(let signal): CGIProgram.log(name, "worker \(pid) ended by \(Sys.signalName(signal)); starting another")
@@ -159,7 +159,11 @@ package enum FastCGIProgram {
         }
         for pid in workers { Sys.send(Sys.terminate, to: pid) }
         while !workers.isEmpty {
-            if let (pid, _) = Sys.waitForChild() { workers.remove(pid) } else if !stopping { break }
+            switch Sys.awaitChildOrSignal() {
+            case .child(let pid, _): workers.remove(pid)
+            case .signal: continue
+            case .noChildren: workers.removeAll()
+            }
         }
         if let path = options.socketPath { _ = try? Sys.unlink(path) }
         Sys.exit(0)

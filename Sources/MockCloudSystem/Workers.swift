@@ -75,14 +75,52 @@ extension Sys {
         case signaled(Int32)
     }
 
-    /// Waits for any child to end; `nil` when a signal interrupted the wait
-    /// (or there is no child left).
-    package static func waitForChild() -> (pid: Int32, end: ChildEnd)? {
+    /// What woke a master's wait.
+    package enum Wake: Sendable, Equatable {
+        /// A child ended.
+        case child(pid: Int32, end: ChildEnd)
+        /// A signal's handler ran (a stop, say): the caller reads its flag.
+        case signal
+        /// No child is left to wait for.
+        case noChildren
+    }
+
+    /// Waits for a child to end or a signal to come, without the race of a
+    /// flag checked before a blocking wait: the caller keeps SIGTERM, SIGINT
+    /// and SIGCHLD blocked (`holdMasterSignals`), so a signal that comes
+    /// after its check stays pending until `sigsuspend` lets it through
+    /// here, and the wait returns instead of sleeping on with a stop unseen.
+    package static func awaitChildOrSignal() -> Wake {
         var status: Int32 = 0
-        let pid = waitpid(-1, &status, 0)
-        guard pid > 0 else { return nil }
-        let signal = status & 0x7f
-        return (pid, signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal))
+        let pid = waitpid(-1, &status, WNOHANG)
+        if pid > 0 {
+            let signal = status & 0x7f
+            return .child(pid: pid, end: signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal))
+        }
+        if pid < 0 && errno == ECHILD { return .noChildren }
+        var open = sigset_t()
+        sigemptyset(&open)
+        _ = sigsuspend(&open)    // returns once a handler has run
+        return .signal
+    }
+
+    /// A master's signals: SIGTERM and SIGINT run `onStop` (which sets a
+    /// flag), SIGCHLD only wakes `awaitChildOrSignal`, and all three stay
+    /// blocked outside it. A worker lets them through again
+    /// (`resetForWorker`).
+    package static func holdMasterSignals(onStop: SignalHandler) {
+        onTerminate(onStop)
+        var wake = sigaction()
+        wake.__sigaction_handler.sa_handler = { _ in }
+        sigemptyset(&wake.sa_mask)
+        wake.sa_flags = 0
+        _ = sigaction(SIGCHLD, &wake, nil)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGCHLD)
+        _ = sigprocmask(SIG_BLOCK, &set, nil)
     }
 
     /// Sends `signal` (`terminate`, `kill`) to the process `pid`.
@@ -112,13 +150,15 @@ extension Sys {
     }
 
     /// SIGTERM and SIGINT back to their default (ending the process),
-    /// children reaped by the system (a worker's upkeep processes), and a
-    /// SIGTERM when the parent (the pool's master) ends, however it ends.
+    /// children reaped by the system (a worker's upkeep processes), a
+    /// SIGTERM when the parent (the pool's master) ends, however it ends,
+    /// and no signal blocked.
     package static func resetForWorker() {
         _ = signal(SIGTERM, SIG_DFL)
         _ = signal(SIGINT, SIG_DFL)
         _ = signal(SIGCHLD, SIG_IGN)
         _ = systemPrctl(1, UInt(SIGTERM), 0, 0, 0)    // PR_SET_PDEATHSIG (linux/prctl.h)
+        unblockAllSignals()    // the master's held signals (holdMasterSignals)
     }
 
     /// No signal blocked: a server started with some blocked (inherited from
