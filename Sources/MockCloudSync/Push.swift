@@ -93,7 +93,7 @@ struct PushRound {
     var unchanged = 0
     var items: [UploadItem] = []
     /// The SHA-256 of each put's compact body, for the record.
-    var digests: [MessageID: String] = [:]
+    var digests: [MessageID: Digest] = [:]
     var tally = PushTally()
 }
 

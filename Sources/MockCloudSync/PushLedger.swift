@@ -12,9 +12,8 @@ struct PushLedger {
     let folder: Folder
     let deleteMissing: Bool
     let anchors: FileAnchorStore
-    /// id → [version, SHA-256 of the compact body] the box acknowledged
-    /// (`.mockcloud-sync-pushed`).
-    private(set) var acknowledged: [MessageID: [String]]
+    /// What the box acknowledged (`.mockcloud-sync-pushed`).
+    let log: AckLog
     /// The anchor is missing, or older than writes this push made.
     private(set) var anchorIsStale: Bool
 
@@ -23,18 +22,23 @@ struct PushLedger {
         /// Every file, and (with `--delete`) every acknowledged id without one.
         case everything
         /// These file names (`<id>.json`): each one there, and each one gone.
-        case names(Set<String>)
+        /// A `quiet` one was only touched (`FolderChanges.Change.touched`):
+        /// when it does not read, it is not done yet, and no problem.
+        case names(Set<String>, quiet: Set<String> = [])
 
         static let nothing = Scope.names([])
 
         /// What a watch reported: everything after lost events.
         init(_ changes: FolderChanges) {
-            self = changes.overflowed ? .everything : .names(Set(changes.names.keys))
+            self = changes.overflowed ? .everything
+                : .names(Set(changes.names.keys), quiet: Set(changes.names.filter { $0.value == .touched }.keys))
         }
 
         mutating func merge(_ other: Scope) {
-            if case .names(let mine) = self, case .names(let theirs) = other {
-                self = .names(mine.union(theirs))
+            if case .names(let mine, let myQuiet) = self, case .names(let theirs, let theirQuiet) = other {
+                // A name reported whole by either is looked at as whole.
+                let loud = mine.subtracting(myQuiet).union(theirs.subtracting(theirQuiet))
+                self = .names(mine.union(theirs), quiet: myQuiet.union(theirQuiet).subtracting(loud))
             } else {
                 self = .everything
             }
@@ -46,8 +50,9 @@ struct PushLedger {
         folder = Folder(path: directory)
         self.deleteMissing = deleteMissing
         anchors = FileAnchorStore(directory: directory, name: Push.anchorName)
-        acknowledged = try folder.readState(Push.stateName)
-        anchorIsStale = try anchors.load() == nil
+        log = try AckLog(directory: directory, name: Push.stateName)
+        // The log says whether the anchor came after its last acknowledgement.
+        anchorIsStale = try anchors.load() == nil || (!log.acks.isEmpty && !log.anchored)
     }
 
     /// Asks the box, from the anchor the last push kept, whether it still
@@ -62,15 +67,23 @@ struct PushLedger {
     ///   dropped and every file is sent again (unchanged ones answer 200 and
     ///   change nothing).
     mutating func recover() async throws -> Recovery {
-        guard !acknowledged.isEmpty, case .gone(let reason) = try await client.catchUp(from: try anchors.load()) else {
+        guard !log.acks.isEmpty, case .gone(let reason) = try await client.catchUp(from: try anchors.load()) else {
             return .none
         }
         try anchors.save(nil)  // renewed by a full read
         anchorIsStale = true
         if reason == .compacted { return .reread }
-        acknowledged = [:]
-        try folder.writeState(Push.stateName, acknowledged)
+        try forgetStored()
         return .resent(reason)
+    }
+
+    /// The box may have lost what it acknowledged: every file is to be sent
+    /// again, and each deletion made again.
+    private func forgetStored() throws(ClientError) {
+        try log.replace(with: log.acks.compactMapValues { ack in
+            if case .stored = ack { return nil }
+            return .restored
+        })
     }
 
     /// What to send for `scope`: each file whose version and body the box
@@ -80,9 +93,12 @@ struct PushLedger {
     func plan(_ scope: Scope) throws(ClientError) -> PushRound {
         var round = PushRound()
         let names: [String]
+        var quiet: Set<String> = []
         switch scope {
         case .everything: names = try folder.jsonFiles()
-        case .names(let some): names = some.sorted()
+        case .names(let some, let touched):
+            names = some.sorted()
+            quiet = touched
         }
         var present: Set<MessageID> = []
         var gone: [MessageID] = []
@@ -103,20 +119,21 @@ struct PushLedger {
                 body = try JSONText(validating: bytes)
                 version = try body.version(member: "syncVersion") ?? 0
             } catch {
-                round.tally.problems.append("\(name): \(error)")
+                // A touched file that does not read is not whole yet: its close reports it.
+                if !quiet.contains(name) { round.tally.problems.append("\(name): \(error)") }
                 continue
             }
-            let digest = body.sha256
-            if acknowledged[id] == [String(version), digest] {
+            let digest = Digest(hex: body.sha256)!
+            if log.acks[id] == .stored(version: version, digest: digest) {
                 round.unchanged += 1
                 continue
             }
             round.digests[id] = digest
             round.items.append(.put(id, version: version, body: body))
         }
-        if scope == .everything { gone = acknowledged.keys.filter { !present.contains($0) } }
+        if scope == .everything { gone = log.acks.keys.filter { !present.contains($0) } }
         if deleteMissing {
-            for id in gone.sorted() where acknowledged[id] != nil { round.items.append(.delete(id)) }
+            for id in gone.sorted() where log.acks[id].map(Self.mayBeHeld) == true { round.items.append(.delete(id)) }
         }
         return round
     }
@@ -134,28 +151,32 @@ struct PushLedger {
         let outcomes = try await client.upload(items) { range, outcomes in
             reported.formUnion(range)
             var batch = PushBatch(range: range, ids: items[range].map(\.id), tally: PushTally(sent: range.count))
+            var acks: [(MessageID, AckLog.Ack)] = []
             for (item, outcome) in zip(items[range], outcomes) {
-                record(item, outcome, digest: round.digests[item.id], in: &batch.tally)
+                if let ack = Self.ack(item, outcome, digest: round.digests[item.id], in: &batch.tally) { acks.append((item.id, ack)) }
             }
-            try folder.writeState(Push.stateName, acknowledged)
+            try log.record(acks)
             round.tally.add(batch.tally)
             afterEach(batch)
         }
         // Items refused before sending (too large), in no request.
         for (index, outcome) in outcomes.enumerated() where !reported.contains(index) {
-            record(items[index], outcome, digest: nil, in: &round.tally)
+            _ = Self.ack(items[index], outcome, digest: nil, in: &round.tally)
         }
     }
 
-    /// One item's outcome, into the record and `tally`.
-    private mutating func record(_ item: UploadItem, _ outcome: UploadOutcome, digest: String?, in tally: inout PushTally) {
+    /// True when the box may hold the id: a file removed since is deleted (`--delete`).
+    private static func mayBeHeld(_ ack: AckLog.Ack) -> Bool { ack != .deleted }
+
+    /// One item's outcome into `tally`; what the log is to record of it.
+    private static func ack(_ item: UploadItem, _ outcome: UploadOutcome, digest: Digest?, in tally: inout PushTally) -> AckLog.Ack? {
         switch (item.change, outcome) {
         case (.put(let version, _), .stored):
-            acknowledged[item.id] = [String(version), digest ?? ""]
             tally.stored += 1
+            return digest.map { AckLog.Ack.stored(version: version, digest: $0) }
         case (.delete, .deleted):
-            acknowledged[item.id] = nil
             tally.deleted += 1
+            return .deleted
         case (_, .conflict(let current)):
             tally.conflicts += 1
             tally.problems.append("\(item.id).json: the server holds version \(current.version), newer than this file's")
@@ -164,6 +185,7 @@ struct PushLedger {
         default:
             break
         }
+        return nil
     }
 
     /// Keeps where the feed ends now, after this push's writes, so that the
@@ -179,11 +201,11 @@ struct PushLedger {
             guard case .end(let anchor) = try await client.catchUp(from: nil) else { return true }
             try anchors.save(anchor)
         case .gone:
-            acknowledged = [:]
-            try folder.writeState(Push.stateName, acknowledged)
+            try forgetStored()
             try anchors.save(nil)
             return false
         }
+        try log.markAnchored()
         anchorIsStale = false
         return true
     }

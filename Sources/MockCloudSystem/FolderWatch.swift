@@ -4,6 +4,10 @@ import Glibc
 /// each file the moment it is complete: closed after writing, or renamed
 /// into the folder. A file still open for writing reports nothing until it
 /// is closed, so a half-written file is never taken for a whole one.
+/// Files also arrive in ways that close nothing: a hard link (`ln`,
+/// `rsync --link-dest`) is a creation, a `chmod` that makes a file
+/// readable or a `touch` a change of attributes. Those are reported as
+/// `touched`: maybe whole, maybe a file just created for writing.
 ///
 /// Only the names `wanted` accepts are reported (a sync tool's messages,
 /// not its own state files or an editor's swap files). Events are hints:
@@ -19,7 +23,7 @@ package struct FolderWatch: Sendable {
 
     /// The entries' changes, and the folder's own end.
     private static let events = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM
-        | IN_DELETE_SELF | IN_MOVE_SELF)
+        | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
 
     /// Starts watching `path` (a folder; a symbolic link to one is followed).
     /// Throws a `SystemError` naming `inotify_add_watch` and the path when it
@@ -55,8 +59,9 @@ package struct FolderWatch: Sendable {
             } else if mask & UInt32(IN_ISDIR) == 0, !nameBytes.isEmpty {
                 let name = String(decoding: nameBytes, as: UTF8.self)
                 guard wanted(name) else { return }
-                // The last event of a name is what holds now.
-                changes.names[name] = mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed : .complete
+                let change: FolderChanges.Change = mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed
+                    : mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 ? .complete : .touched
+                changes.merge(FolderChanges(names: [name: change]))
             }
         }
     }
@@ -91,6 +96,11 @@ package struct FolderChanges: Sendable, Equatable {
         case complete
         /// Deleted, or renamed out of the folder.
         case removed
+        /// Created (a hard link, or a file opened to be written), or its
+        /// mode, owner or times changed: whole, or still being written. The
+        /// reader looks; one that does not read yet will report `complete`
+        /// once closed, so it is no problem yet.
+        case touched
     }
 
     /// Each wanted entry that changed, by name.
@@ -110,9 +120,10 @@ package struct FolderChanges: Sendable, Equatable {
     /// Nothing to act on.
     package var isEmpty: Bool { names.isEmpty && !overflowed && folderGone == nil }
 
-    /// `later`'s changes on top of these: a name's later change wins.
+    /// `later`'s changes on top of these: a name's later change wins,
+    /// but a touch does not make a complete file a doubtful one.
     package mutating func merge(_ later: FolderChanges) {
-        names.merge(later.names) { _, new in new }
+        names.merge(later.names) { old, new in old == .complete && new == .touched ? old : new }
         overflowed = overflowed || later.overflowed
         folderGone = folderGone ?? later.folderGone
     }

@@ -56,6 +56,21 @@ import Testing
         #expect(round.tally.problems[1].hasPrefix("half.json: "))
     }
 
+    @Test func aTouchedFileThatDoesNotReadYetIsNoProblemButOneThatReadsIsSent() throws {
+        let directory = try folder()
+        try directory.write(#"{"syncVersion": 1, "weight""#, to: "opened.json")
+        try directory.write(#"{"syncVersion": 3}"#, to: "linked.json")
+        let scope = PushLedger.Scope(FolderChanges(names: ["opened.json": .touched, "linked.json": .touched, "kept.json": .touched]))
+        let round = try ledger(directory, delete: false).plan(scope)
+        #expect(round.items.map(\.id.rawValue) == ["linked"] && round.unchanged == 1 && round.tally.problems.isEmpty)
+    }
+
+    @Test func aNameReportedWholeByEitherScopeIsLookedAtAsWhole() {
+        var scope = PushLedger.Scope(FolderChanges(names: ["a.json": .touched, "b.json": .touched, "c.json": .complete]))
+        scope.merge(PushLedger.Scope(FolderChanges(names: ["a.json": .complete, "b.json": .touched, "d.json": .touched])))
+        #expect(scope == .names(["a.json", "b.json", "c.json", "d.json"], quiet: ["b.json", "d.json"]))
+    }
+
     @Test func lostEventsWidenARoundToEveryFile() {
         var scope = PushLedger.Scope(FolderChanges(names: ["a.json": .complete]))
         #expect(scope == .names(["a.json"]))

@@ -37,12 +37,12 @@ import Testing
 
     @Test func afterCompactionThePushReadsTheFeedAgainAndSendsNothing() async throws {
         let directory = try await pushedFolder()
-        let record = try String(contentsOfFile: directory.path + "/" + Push.stateName, encoding: .utf8)
+        let record = try AckLog(directory: directory.path, name: Push.stateName).acks
         let (status, requests) = try await pushAgain(directory, gone: #"{"error": "anchor is older than the deletions this inbox still keeps; restart without an anchor", "reason": "compacted"}"#)
         #expect(status == 0)
         #expect(requests.map(\.target) == ["/inbox?limit=1000&anchor=aa.0.2&exclude-source=phone-1",
                                            "/inbox?limit=1000&exclude-source=phone-1"])
-        #expect(try String(contentsOfFile: directory.path + "/" + Push.stateName, encoding: .utf8) == record)
+        #expect(try AckLog(directory: directory.path, name: Push.stateName).acks == record)
         #expect(try FileAnchorStore(directory: directory.path, name: Push.anchorName).load() == Anchor("aa.1.9"))
     }
 
@@ -71,7 +71,7 @@ import Testing
         }
         var output = Output(json: true)
         #expect(try await Push(client: client(server), directory: directory.path, deleteMissing: false).run(&output) == 1)
-        #expect(try String(contentsOfFile: directory.path + "/" + Push.stateName, encoding: .utf8) == "")
+        #expect(try AckLog(directory: directory.path, name: Push.stateName).acks.isEmpty)
         #expect(try FileAnchorStore(directory: directory.path, name: Push.anchorName).load() == nil)
     }
 
