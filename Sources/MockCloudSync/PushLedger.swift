@@ -12,6 +12,8 @@ struct PushLedger {
     let folder: Folder
     let deleteMissing: Bool
     let anchors: FileAnchorStore
+    /// Held while the push runs: a second push on the folder is refused.
+    let lock: FolderLock
     /// What the box acknowledged (`.mockcloud-sync-pushed`).
     let log: AckLog
     /// The anchor is missing, or older than writes this push made.
@@ -45,7 +47,10 @@ struct PushLedger {
         }
     }
 
+    /// Takes the folder's lock (`FolderBusy` when another push holds it) and
+    /// reads its record.
     init(client: BoxClient, directory: String, deleteMissing: Bool) throws {
+        lock = try FolderLock(directory)
         self.client = client
         folder = Folder(path: directory)
         self.deleteMissing = deleteMissing

@@ -26,6 +26,16 @@ import Testing
                        directory: directory.path, deleteMissing: delete)
     }
 
+    @Test func aSecondPushOnTheFolderIsRefusedAtOnceUntilTheFirstEnds() throws {
+        let directory = try folder()
+        var first: PushLedger? = try ledger(directory, delete: false)
+        #expect(throws: FolderBusy(path: directory.path)) { try ledger(directory, delete: true) }
+        #expect(FolderBusy(path: directory.path).description.contains("another push is running on the folder \(directory.path) "))
+        #expect(first != nil)
+        first = nil
+        #expect(throws: Never.self) { try ledger(directory, delete: false) }
+    }
+
     @Test func aRoundLooksAtTheReportedNamesOnly() throws {
         let directory = try folder()
         let round = try ledger(directory, delete: true).plan(.names(["newer.json", "kept.json"]))
