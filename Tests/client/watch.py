@@ -42,8 +42,8 @@ class Watcher:
     """The tool's `push DIR --watch --json` as a process; its stdout lines
     parsed as they come, its stderr kept."""
 
-    def __init__(self, tool, box, folder, key, *extra, prefix=(), forks=True):
-        cmd = [*prefix, tool, "push", folder, "--watch", "--json", "--url", box.url, "--ca", box.ca,
+    def __init__(self, tool, box, folder, key, *extra, prefix=(), forks=True, ca=None):
+        cmd = [*prefix, tool, "push", folder, "--watch", "--json", "--url", box.url, "--ca", ca or box.ca,
                "--user-key", key, "--device-id", "mirror-1", *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.prefixed = bool(prefix) and forks
@@ -190,7 +190,9 @@ def other_ways_in(checks, box, tool, work):
     folder, key = os.path.join(work, "other-ways"), "ways"
     os.makedirs(folder)
     prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
-    watcher = Watcher(tool, box, folder, key, prefix=prefix, forks=False)
+    ca = os.path.join(work, "other-ways-ca.crt")  # the stack's run folder is its server user's
+    shutil.copyfile(box.ca, ca)
+    watcher = Watcher(tool, box, folder, key, prefix=prefix, forks=False, ca=ca)
     ready = watcher.watching()
 
     def stored(ident, version=1):
