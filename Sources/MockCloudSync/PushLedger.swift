@@ -91,23 +91,73 @@ struct PushLedger {
         })
     }
 
-    /// What to send for `scope`: each file whose version and body the box
-    /// has not acknowledged, and (with `--delete`) each acknowledged id whose
-    /// file is gone. A file that cannot be read or holds no JSON object is a
+    /// What to send for `scope`, all at once (a pass sends it a chunk at a
+    /// time: `pass`): each file whose version and body the box has not
+    /// acknowledged, and (with `--delete`) each acknowledged id whose file
+    /// is gone. A file that cannot be read or holds no JSON object is a
     /// problem, never an item: it is looked at again when it changes.
     func plan(_ scope: Scope) throws(ClientError) -> PushRound {
         var round = PushRound()
-        let names: [String]
-        var quiet: Set<String> = []
-        switch scope {
-        case .everything: names = try folder.jsonFiles()
-        case .names(let some, let touched):
-            names = some.sorted()
-            quiet = touched
-        }
-        var present: Set<MessageID> = []
+        let look = try Look(scope, folder)
         var gone: [MessageID] = []
-        for name in names {
+        _ = plan(look, from: 0, into: &round, gone: &gone, limit: .max)
+        planDeletions(look, gone, into: &round)
+        return round
+    }
+
+    /// Sends what `scope` holds that the box has not acknowledged, reading
+    /// the files a chunk at a time (what two bulk requests carry), so that
+    /// memory follows the chunk, not the folder; then the deletions. The
+    /// round's items are those of the last chunk; its counts are the
+    /// pass's. `afterEach` learns of each bulk request once it is recorded.
+    mutating func pass(_ scope: Scope, afterEach: (PushBatch) -> Void) async throws -> PushRound {
+        var round = PushRound()
+        let look = try Look(scope, folder)
+        let limits = client.configuration.limits, inFlight = client.configuration.uploadsInFlight
+        let chunk = Chunk(items: limits.maxItems * inFlight, bytes: limits.maxRequestBytes * inFlight)
+        var gone: [MessageID] = []
+        var next = plan(look, from: 0, into: &round, gone: &gone, limit: chunk)
+        while next < look.names.count {
+            try await send(&round, afterEach: afterEach)
+            next = plan(look, from: next, into: &round, gone: &gone, limit: chunk)
+        }
+        // The deletions go with the last chunk.
+        planDeletions(look, gone, into: &round)
+        try await send(&round, afterEach: afterEach)
+        return round
+    }
+
+    /// The names a pass looks at.
+    struct Look {
+        let names: [String]
+        /// Names only touched (`Scope.names`' `quiet`).
+        let quiet: Set<String>
+        /// Every file: an acknowledged id without one is gone.
+        let everything: Bool
+
+        init(_ scope: Scope, _ folder: Folder) throws(ClientError) {
+            switch scope {
+            case .everything: (names, quiet, everything) = (try folder.jsonFiles(), [], true)
+            case .names(let some, let touched): (names, quiet, everything) = (some.sorted(), touched, false)
+            }
+        }
+    }
+
+    /// How much a chunk of a pass reads before it is sent.
+    struct Chunk {
+        var items: Int
+        var bytes: Int
+        static let max = Chunk(items: .max, bytes: .max)
+    }
+
+    /// Reads `look.names` from `start` into `round.items` until `limit` is
+    /// reached; the index of the first name not read.
+    private func plan(_ look: Look, from start: Int, into round: inout PushRound, gone: inout [MessageID], limit: Chunk) -> Int {
+        var bytes = 0
+        var index = start
+        while index < look.names.count, round.items.count < limit.items, bytes < limit.bytes {
+            let name = look.names[index]
+            index += 1
             guard let id = MessageID(String(name.dropLast(5))) else {
                 round.tally.problems.append("\(name): the name is not a message id (^[A-Za-z0-9._:-]{1,200}$ before .json)")
                 continue
@@ -115,17 +165,16 @@ struct PushLedger {
             let body: JSONText
             let version: Int64
             do {
-                guard let bytes = try folder.readIfPresent(name) else {
+                guard let read = try folder.readIfPresent(name) else {
                     gone.append(id)
                     continue
                 }
                 round.files += 1
-                present.insert(id)
-                body = try JSONText(validating: bytes)
+                body = try JSONText(validating: read)
                 version = try body.version(member: "syncVersion") ?? 0
             } catch {
                 // A touched file that does not read is not whole yet: its close reports it.
-                if !quiet.contains(name) { round.tally.problems.append("\(name): \(error)") }
+                if !look.quiet.contains(name) { round.tally.problems.append("\(name): \(error)") }
                 continue
             }
             let digest = Digest(hex: body.sha256)!
@@ -135,12 +184,22 @@ struct PushLedger {
             }
             round.digests[id] = digest
             round.items.append(.put(id, version: version, body: body))
+            bytes += body.bytes.count
         }
-        if scope == .everything { gone = log.acks.keys.filter { !present.contains($0) } }
-        if deleteMissing {
-            for id in gone.sorted() where log.acks[id].map(Self.mayBeHeld) == true { round.items.append(.delete(id)) }
+        return index
+    }
+
+    /// With `--delete`, each id gone that the box may hold becomes a
+    /// deletion: for every file, each acknowledged id without a file in the
+    /// folder; else the names looked at whose file was gone.
+    private func planDeletions(_ look: Look, _ gone: [MessageID], into round: inout PushRound) {
+        guard deleteMissing else { return }
+        var ids = gone
+        if look.everything {
+            let listed = Set(look.names.lazy.compactMap { MessageID(String($0.dropLast(5))) })
+            ids += log.acks.keys.filter { !listed.contains($0) }
         }
-        return round
+        for id in Set(ids).sorted() where log.acks[id].map(Self.mayBeHeld) == true { round.items.append(.delete(id)) }
     }
 
     /// Sends the round's items as bulk requests and records each item the
@@ -151,6 +210,10 @@ struct PushLedger {
     mutating func send(_ round: inout PushRound, afterEach: (PushBatch) -> Void) async throws {
         let items = round.items
         guard !items.isEmpty else { return }
+        defer {
+            round.items = []
+            round.digests = [:]
+        }
         anchorIsStale = true
         var reported = Set<Int>()
         let outcomes = try await client.upload(items) { range, outcomes in

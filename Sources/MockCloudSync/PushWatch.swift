@@ -95,8 +95,7 @@ struct PushWatch {
                 if recovery.resent { scope = .everything }
                 if let sentence = recovery.sentence { output.error("push --watch: " + sentence) }
             }
-            var round = try ledger.plan(scope)
-            try await ledger.send(&round) { batch in
+            let round = try await ledger.pass(scope) { batch in
                 progress.requests += 1
                 Self.show(batch, &output)
             }

@@ -81,6 +81,28 @@ import Testing
         #expect(scope == .names(["a.json", "b.json", "c.json", "d.json"], quiet: ["b.json", "d.json"]))
     }
 
+    /// A pass reads its files a chunk at a time (what the requests in
+    /// flight carry), not all before the first request: a file removed
+    /// while the first request is in flight is not sent.
+    @Test func aPassReadsItsFilesAChunkAtATime() async throws {
+        let directory = try TemporaryDirectory()
+        for i in 0..<50 { try directory.write(#"{"syncVersion": 1}"#, to: "s-\(i + 10).json") }
+        let last = directory.file("s-59.json")
+        let server = FakeServer { request, n in
+            if request.method == "POST", n == 1 { try? FileManager.default.removeItem(atPath: last) }
+            return request.method == "POST" ? FakeServer.storeAll(request) : FakeServer.json(200, page([], anchor: "aa.0.2", hasMore: false))
+        }
+        let client = BoxClient(
+            configuration: ClientConfiguration(
+                userKey: UserKey("u1")!, limits: BulkLimits(maxItems: 10, maxRequestBytes: 1 << 20, maxItemBodyBytes: 1 << 10),
+                uploadsInFlight: 1),
+            transport: server)
+        var ledger = try PushLedger(client: client, directory: directory.path, deleteMissing: false)
+        let round = try await ledger.pass(.everything) { _ in }
+        let sent = await server.requests.filter { $0.method == "POST" }.map { FakeServer.items($0).count }
+        #expect(sent == [10, 10, 10, 10, 9] && round.tally.stored == 49 && round.files == 49)
+    }
+
     @Test func lostEventsWidenARoundToEveryFile() {
         var scope = PushLedger.Scope(FolderChanges(names: ["a.json": .complete]))
         #expect(scope == .names(["a.json"]))
