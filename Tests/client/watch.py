@@ -14,6 +14,9 @@ Tests/client/run.py:
 - SIGTERM ends it with exit 0 and a last line saying what it sent;
 - a second push on a watched folder is refused at once (exit 8), naming
   the folder;
+- a folder of 50,000 unsent files: all on the box, the watcher's peak
+  memory within 48 MB of a watcher's over an empty folder (files are read
+  a chunk at a time, not all before the first request);
 - files that come in other ways than a close or a rename are sent too: a
   file renamed in unreadable and then made readable (chmod), a hard link
   (`ln`, as `rsync --link-dest` makes them), and a file touched after the
@@ -121,6 +124,7 @@ def watch_checks(checks, box, tool, work, folder_state, differences):
     box_away(checks, box, folder, second, converged, folder_state, differences)
     terminated(checks, second)
     other_ways_in(checks, box, tool, work)
+    a_large_folder(checks, box, tool, work)
     sandbox_checks(checks, box, tool, work)
 
 
@@ -180,6 +184,42 @@ def second_push_refused(checks, box, tool, folder, watcher):
                  [] if proc.returncode == 8 and folder in proc.stderr and "another push" in proc.stderr
                  and watcher.proc.poll() is None else
                  [f"exit {proc.returncode}, stderr {proc.stderr[-300:]!r}; watcher running {watcher.proc.poll() is None}"])
+
+
+def peak_memory(watcher):
+    """The watcher's peak resident memory (VmHWM), in bytes."""
+    with open(f"/proc/{watcher.pid()}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def a_large_folder(checks, box, tool, work, count=50_000):
+    """A folder of `count` unsent files: each on the box, and the watcher's
+    peak memory beside one's over an empty folder."""
+    empty, full = os.path.join(work, "empty"), os.path.join(work, "large")
+    os.makedirs(empty)
+    os.makedirs(full)
+    baseline = Watcher(tool, box, empty, "large-empty")
+    ready = baseline.watching()
+    base_peak = peak_memory(baseline)
+    baseline.stop()
+    for i in range(count):
+        with open(os.path.join(full, f"l-{i:06d}.json"), "w") as f:
+            json.dump(scan(i, 1), f)
+    watcher = Watcher(tool, box, full, "large")
+    caught_up = watcher.watching(600)
+    peak = peak_memory(watcher)
+    status = watcher.stop()
+    landed = len(box.truth("large"))
+    grown = (peak - base_peak) / 2**20 if peak and base_peak else None
+    megabytes = "?" if grown is None else f"{peak / 2**20:.1f} MB, {grown:.1f} MB"
+    checks.check(f"push --watch over {count:,} unsent files: all on the box; peak memory {megabytes} over an "
+                 f"empty folder's (at most 48)",
+                 [] if ready and caught_up and status == 0 and landed == count and grown is not None and grown <= 48 else
+                 [f"ready {ready}, caught up {caught_up}, exit {status}, {landed} on the box, grown {grown} MB; "
+                  f"{watcher.tail()}"])
 
 
 def other_ways_in(checks, box, tool, work):
