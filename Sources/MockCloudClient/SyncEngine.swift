@@ -257,14 +257,9 @@ public actor SyncEngine {
             }
         }
         guard !round.uploads.isEmpty else { return nil }
-        var recorded = [Bool](repeating: false, count: round.uploads.count)
         let outcomes = try await client.upload(round.uploads.map(\.item)) { range, outcomes in
             try await acknowledge(Array(round.uploads[range]), Array(outcomes))
-            for index in range { recorded[index] = true }
         }
-        // Items refused before sending (a body over the limit) outside every request's range.
-        let rest = outcomes.indices.filter { !recorded[$0] }
-        if !rest.isEmpty { try await acknowledge(rest.map { round.uploads[$0] }, rest.map { outcomes[$0] }) }
         var deferred: [MessageID] = []
         var reason: ClientError?
         for (upload, outcome) in zip(round.uploads, outcomes) {

@@ -215,9 +215,7 @@ struct PushLedger {
             round.digests = [:]
         }
         anchorIsStale = true
-        var reported = Set<Int>()
-        let outcomes = try await client.upload(items) { range, outcomes in
-            reported.formUnion(range)
+        _ = try await client.upload(items) { range, outcomes in
             var batch = PushBatch(range: range, ids: items[range].map(\.id), tally: PushTally(sent: range.count))
             var acks: [(MessageID, AckLog.Ack)] = []
             for (item, outcome) in zip(items[range], outcomes) {
@@ -226,10 +224,6 @@ struct PushLedger {
             try log.record(acks)
             round.tally.add(batch.tally)
             afterEach(batch)
-        }
-        // Items refused before sending (too large), in no request.
-        for (index, outcome) in outcomes.enumerated() where !reported.contains(index) {
-            _ = Self.ack(items[index], outcome, digest: nil, in: &round.tally)
         }
     }
 
