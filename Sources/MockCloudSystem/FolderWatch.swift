@@ -30,11 +30,11 @@ package struct FolderWatch: Sendable {
     /// is missing, not a folder or not readable.
     package init(_ path: String, wanted: @escaping @Sendable (String) -> Bool) throws {
         let fd = try Inotify.open()
-        let watch = path.withCString { inotify_add_watch(fd.rawValue, $0, Self.events | UInt32(IN_ONLYDIR)) }
-        if watch < 0 {
-            let code = Glibc.errno
+        do {
+            _ = try Inotify.addWatch(fd, path, Self.events | UInt32(IN_ONLYDIR))
+        } catch {
             Sys.close(fd)
-            throw SystemError("inotify_add_watch", path: path, errno: code)
+            throw error
         }
         self.fd = fd
         self.path = path
@@ -71,18 +71,9 @@ package struct FolderWatch: Sendable {
     /// Events the reader does not want do not end the wait.
     package func wait(until deadline: Int64) throws -> FolderChanges {
         var changes = FolderChanges()
-        var ready = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
-        while changes.isEmpty {
-            let left = deadline - Sys.monotonicNanos()
-            if left <= 0 { break }
-            let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
-            ready.revents = 0
-            if poll(&ready, 1, milliseconds) < 0 {
-                let code = Glibc.errno
-                if code == EINTR { continue }
-                throw SystemError("poll", errno: code)
-            }
-            if ready.revents & Int16(POLLIN) != 0 { try read(into: &changes) }
+        var ready = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)]
+        while changes.isEmpty, try Sys.poll(&ready, until: deadline) {
+            if ready[0].revents & Int16(POLLIN) != 0 { try read(into: &changes) }
         }
         return changes
     }
