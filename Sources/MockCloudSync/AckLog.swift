@@ -38,7 +38,7 @@ final class AckLog {
     let directory: String
     let name: String
     /// The live acknowledgements.
-    private(set) var acks: [MessageID: Ack] = [:]
+    private(set) var acks = AckTable()
     /// The anchor was taken after the last acknowledgement.
     private(set) var anchored = false
     /// Lines in the file, live or not: what decides a compaction.
@@ -136,7 +136,7 @@ final class AckLog {
     }
 
     /// Replaces every acknowledgement with `acks` (a rewrite of the file).
-    func replace(with acks: [MessageID: Ack]) throws(ClientError) {
+    func replace(with acks: AckTable) throws(ClientError) {
         self.acks = acks
         anchored = false
         try compact()
@@ -192,10 +192,89 @@ final class AckLog {
     }
 }
 
+/// The acknowledgements by id, kept small: an id's slot in the table, and
+/// its version and digest in arrays of their own (60 bytes an id or so,
+/// where a dictionary of `Ack` values takes about twice that once its
+/// buckets double), since a folder's every file has one.
+struct AckTable: Equatable, ExpressibleByDictionaryLiteral {
+    private var slots: [MessageID: Int32] = [:]
+    /// Each slot's version; `deletedMark` or `restoredMark` for those.
+    private var versions: [Int64] = []
+    private var digests: [Digest] = []
+    /// Slots of ids removed, to reuse.
+    private var free: [Int32] = []
+    private static let deletedMark: Int64 = -1, restoredMark: Int64 = -2
+
+    init() {}
+
+    init(dictionaryLiteral elements: (MessageID, AckLog.Ack)...) {
+        for (id, ack) in elements { self[id] = ack }
+    }
+
+    var count: Int { slots.count }
+    var isEmpty: Bool { slots.isEmpty }
+    /// The ids, in no order.
+    var keys: Dictionary<MessageID, Int32>.Keys { slots.keys }
+
+    subscript(id: MessageID) -> AckLog.Ack? {
+        get {
+            guard let slot = slots[id].map(Int.init) else { return nil }
+            switch versions[slot] {
+            case Self.deletedMark: return .deleted
+            case Self.restoredMark: return .restored
+            case let version: return .stored(version: version, digest: digests[slot])
+            }
+        }
+        set {
+            guard let ack = newValue else {
+                if let slot = slots.removeValue(forKey: id) { free.append(slot) }
+                return
+            }
+            let (version, digest): (Int64, Digest)
+            switch ack {
+            case .stored(let v, let d): (version, digest) = (v, d)
+            case .deleted: (version, digest) = (Self.deletedMark, .none)
+            case .restored: (version, digest) = (Self.restoredMark, .none)
+            }
+            if let slot = slots[id].map(Int.init) {
+                versions[slot] = version
+                digests[slot] = digest
+            } else if let slot = free.popLast() {
+                slots[id] = slot
+                versions[Int(slot)] = version
+                digests[Int(slot)] = digest
+            } else {
+                slots[id] = Int32(versions.count)
+                versions.append(version)
+                digests.append(digest)
+            }
+        }
+    }
+
+    /// The table with each acknowledgement transformed (nil: dropped).
+    func compactMapValues(_ transform: (AckLog.Ack) -> AckLog.Ack?) -> AckTable {
+        var table = AckTable()
+        for id in keys { table[id] = transform(self[id]!) }
+        return table
+    }
+
+    /// The same as a dictionary (for tests and messages).
+    var dictionary: [MessageID: AckLog.Ack] {
+        Dictionary(uniqueKeysWithValues: keys.map { ($0, self[$0]!) })
+    }
+
+    static func == (a: AckTable, b: AckTable) -> Bool { a.dictionary == b.dictionary }
+}
+
 /// A SHA-256 in 32 bytes rather than its 64 hex digits: an acknowledged id
 /// costs the log's memory a few dozen bytes.
 struct Digest: Hashable {
     private let words: (UInt64, UInt64, UInt64, UInt64)
+
+    private init(words: (UInt64, UInt64, UInt64, UInt64)) { self.words = words }
+
+    /// No digest (a deletion's).
+    static let none = Digest(words: (0, 0, 0, 0))
 
     /// From 64 lowercase or uppercase hex digits; nil otherwise.
     init?<Text: Collection<UInt8>>(hex: Text) {

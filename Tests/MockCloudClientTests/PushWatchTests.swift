@@ -81,7 +81,7 @@ import Testing
 
     /// The ack log's live acknowledgements, by id.
     static func acks(_ directory: TemporaryDirectory) throws -> [String: AckLog.Ack] {
-        Dictionary(uniqueKeysWithValues: try AckLog(directory: directory.path, name: Push.stateName).acks.map { ($0.key.rawValue, $0.value) })
+        Dictionary(uniqueKeysWithValues: try AckLog(directory: directory.path, name: Push.stateName).acks.dictionary.map { ($0.key.rawValue, $0.value) })
     }
 
     /// The version of a stored acknowledgement.
