@@ -207,6 +207,15 @@ bench-engine: install
 	@packaging/deps.sh serve $(if $(findstring --lan,$(BENCH_ENGINE_ARGS)),lan)
 	@python3 Benchmarks/engine_bench.py $(BENCH_ENGINE_ARGS)
 
+## SyncEngine with a long queue (Benchmarks/engine_queue_bench.py, a few
+## minutes): 100,000 samples of 300 B queued with the box away, the engine
+## opened on them and drained: peak RSS against an empty engine's, the
+## open's time, pendingCount; Benchmarks/results/engine-queue.md.
+.PHONY: bench-engine-queue
+bench-engine-queue: install
+	@packaging/deps.sh serve
+	@python3 Benchmarks/engine_queue_bench.py $(BENCH_ENGINE_QUEUE_ARGS)
+
 ## A compaction as the key's other clients feel it (Benchmarks/compaction_bench.py):
 ## an inbox of 99,000 messages, the page cache dropped, the write that makes
 ## compaction due, then a feed read and a one-item write at once; each one's
@@ -227,14 +236,14 @@ bench-lan: install
 	@packaging/deps.sh serve lan
 	@python3 Benchmarks/lan/bench_lan.py --venv .build/bench-lan-venv $(if $(PEER),--peer '$(PEER)') $(BENCH_LAN_ARGS)
 
-## The client library and the sync guide's example (docs/SYNC.md) compiled
-## for arm64-apple-ios16.0 (not part of make test: CI has no iOS SDK). On a
-## Mac, with Xcode's SDK. On Linux, with a cross-build script and an iOS
+## The client library, MockCloudHealth and the guides' examples (docs/SYNC.md,
+## docs/HEALTHKIT.md) compiled for arm64-apple-ios16.0 (not part of make
+## test: CI has no iOS SDK). On a Mac, with Xcode's SDK. On Linux, with a cross-build script and an iOS
 ## SDK, both given: IOS_BUILD=path/to/ios-build.sh (it runs the command
 ## after `--` against the SDK), and IOS_SDK_REPO=… (a git directory of the
 ## SDKs, passed as --sdk-repo) or IOS_SDK=… (an unpacked iPhoneOS SDK,
 ## passed as --sdk). Objects go to .build-ios.
-IOS_TARGETS := MockCloudClient MockCloudReadmeExample
+IOS_TARGETS := MockCloudClient MockCloudReadmeExample MockCloudHealth MockCloudHealthExample
 check-ios:
 	@if command -v xcrun >/dev/null; then \
 	    sdk="$$(xcrun --sdk iphoneos --show-sdk-path)" && \

@@ -48,6 +48,8 @@ let package = Package(
         .executable(name: "mockcloud-admin", targets: ["mockcloud-admin"]),
         // The sync client for devices (the mirror box, the app) and its tool.
         .library(name: "MockCloudClient", targets: ["MockCloudClient"]),
+        // HealthKit and the phone's lifecycle over MockCloudClient (docs/HEALTHKIT.md).
+        .library(name: "MockCloudHealth", targets: ["MockCloudHealth"]),
         .executable(name: "mockcloud-sync", targets: ["mockcloud-sync"]),
     ],
     dependencies: [],
@@ -127,6 +129,14 @@ let package = Package(
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
             ]
         ),
+        // The iPhone's side of the client: the mirror's scans into HealthKit
+        // (HealthKitScans, a ChangeApplier), other sources' body samples up
+        // to the box (HealthImport), and the engine kept running as the
+        // phone comes and goes (SyncLifecycle). Its core is portable and
+        // tested on Linux against a fake health store (HealthStore, the
+        // seam); the HealthKit, Network and BackgroundTasks adapters are
+        // behind `#if canImport` and compiled by `make check-ios`.
+        .target(name: "MockCloudHealth", dependencies: ["MockCloudClient", "MockCloudJSON", "MockCloudWire"]),
         // mockcloud-sync's commands (push, pull, settings), its options,
         // output and exit codes, over MockCloudClient. A Linux tool: it uses
         // MockCloudSystem for its folders, signals and file watches.
@@ -192,12 +202,27 @@ let package = Package(
         // guide's copy the same.
         .target(name: "MockCloudReadmeExample", dependencies: ["MockCloudClient"], path: "Tests/ReadmeExample"),
 
-        // What several test targets share: the one temporary-directory
-        // helper, stdin from a pipe, JSON as text, signing keys.
+        // What several test targets share, portable (Foundation only, so the
+        // client's tests that use it run on a Mac unchanged): the one
+        // temporary-directory helper, JSON as text, a repository's files.
+        .target(
+            name: "MockCloudPortableTestSupport",
+            dependencies: ["MockCloudJSON"],
+            path: "Tests/MockCloudPortableTestSupport"
+        ),
+        // What the server's test targets share besides: stdin from a pipe,
+        // signing keys; it re-exports the portable helpers.
         .target(
             name: "MockCloudTestSupport",
-            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "MockCloudStore"],
+            dependencies: ["MockCloudSystem", "MockCloudJSON", "MockCloudWire", "MockCloudStore", "MockCloudPortableTestSupport"],
             path: "Tests/MockCloudTestSupport"
+        ),
+        // The client's scripted box (FakeServer) and its helpers, portable:
+        // for both client test targets.
+        .target(
+            name: "MockCloudClientTestSupport",
+            dependencies: ["MockCloudClient", "MockCloudJSON", "MockCloudWire"],
+            path: "Tests/MockCloudClientTestSupport"
         ),
         // Unit tests, one target per library, a file per type or suite.
         .testTarget(name: "MockCloudSystemTests", dependencies: ["MockCloudSystem", "MockCloudTestSupport"]),
@@ -236,17 +261,43 @@ let package = Package(
                 "MockCloudTestSupport", "MockCloudHTTPTestSupport",
             ]
         ),
+        // The client library's tests, without Glibc or any server target:
+        // the journal and the queue, reconciliation, uploads, the feed and the
+        // engine against a scripted box. `swift test` runs them here, and
+        // they run on a Mac unchanged.
+        .testTarget(
+            name: "MockCloudClientCoreTests",
+            dependencies: [
+                "MockCloudClient", "MockCloudJSON", "MockCloudWire", "MockCloudPortableTestSupport",
+                "MockCloudClientTestSupport", "MockCloudReadmeExample",
+            ]
+        ),
+        // The sync tool's tests (push, its ledger and watch, the command line),
+        // which use the Linux system layer.
         .testTarget(
             name: "MockCloudClientTests",
             dependencies: [
                 "MockCloudClient", "MockCloudSync", "MockCloudCommandLine", "MockCloudJSON", "MockCloudWire", "MockCloudSystem",
-                "MockCloudTestSupport", "MockCloudReadmeExample",
+                "MockCloudTestSupport", "MockCloudClientTestSupport",
             ]
         ),
         // The built programs run as processes: environment + stdin in, CGI out.
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["user-settings", "inbox", "mockcloud-admin", "MockCloudTestSupport", "MockCloudHTTPTestSupport"]
+        ),
+
+        // MockCloudHealth's: the HealthKit guide's integration
+        // (docs/HEALTHKIT.md), compiled here and for iOS like the sync
+        // guide's, and the tests of its portable core, against a fake
+        // health store (HealthExampleTests keeps the guide's copy the same).
+        .target(name: "MockCloudHealthExample", dependencies: ["MockCloudClient", "MockCloudHealth"], path: "Tests/HealthExample"),
+        .testTarget(
+            name: "MockCloudHealthTests",
+            dependencies: [
+                "MockCloudHealth", "MockCloudClient", "MockCloudJSON", "MockCloudWire", "MockCloudTestSupport",
+                "MockCloudHealthExample",
+            ]
         ),
     ]
 )

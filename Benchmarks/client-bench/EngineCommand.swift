@@ -16,11 +16,18 @@ import MockCloudWire
 //   run                   run() in a task; when it ends {"run": "cancelled" | "failed", "error"}
 //   stop                  that task cancelled and awaited
 //   sync                  syncNow()                          {"ack": "sync"}
-//   pending               {"pending": {"uploads", "settings"}}
+//   pending               {"pending": {"uploads", "settings", "refused": [ids of refusals not taken]}}
+//   take                  acknowledgeRefusals(every refusal pending)   {"taken": count}
+//   count                 {"count": pendingCount}
+//   opened                {"opened": seconds SyncEngine.open(…) took}
 //   second                a second engine on STATE in this process: {"second": "opened"} or {"second": "refused", "error"}
+//   network on|off        networkChanged(available:)        {"ack": "network", "available"}
+//   idle SECONDS          syncUntilIdle(within:)  {"idle": {"uploads", "settings"}, "took"} or {"idle": "failed", "error"}
+//   reopen                close(), then a new engine on STATE (`open`), running if the old one ran
+//                                               {"reopened": true, "pending": {...}} or {"reopened": false, "error"}
 // Each event is a line {"event": kind, "t": wall-clock seconds, ...}. EOF
-// ends it (the run cancelled first). Output lines are written whole, one
-// at a time.
+// ends it through close() (the run stopped, its transfers ended). Output
+// lines are written whole, one at a time.
 
 /// Lines to stdout, one whole line at a time from any task.
 final class Output: @unchecked Sendable {
@@ -100,11 +107,16 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         includeOwn = true
     }
     let store = try FileStore(path: storePath.hasPrefix("/") ? storePath : FileManager.default.currentDirectoryPath + "/" + storePath)
-    let engine = try SyncEngine(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
+    let opening = ContinuousClock.now
+    var engine = try await SyncEngine.open(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
+    let opened = ContinuousClock.now - opening
     let out = Output()
-    let printer = Task {
-        for await event in engine.events { out.line(describe(event)) }
+    func print(_ engine: SyncEngine) -> Task<Void, Never> {
+        Task {
+            for await event in engine.events { out.line(describe(event)) }
+        }
     }
+    var printer = print(engine)
     let (lines, feeder) = AsyncStream<String>.makeStream()
     DispatchQueue.global().async {
         while let line = readLine() { feeder.yield(line) }
@@ -116,65 +128,120 @@ func runEngine(_ client: BoxClient, _ options: [String]) async throws {
         await running?.value
         running = nil
     }
-    for await line in lines {
-        let words = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
-        switch (words.first ?? "", words.count) {
-        case ("put", 4):
-            guard let id = MessageID(words[1]), let version = Int64(words[2]) else { throw ClientError.invalidArgument(line) }
-            try await engine.enqueue([.put(id, version: version, body: try JSONText(validating: words[3]))])
-            out.line(#"{"ack": "put", "id": \#(quoted(words[1])), "version": \#(version)}"#)
-        case ("delete", 2):
-            guard let id = MessageID(words[1]) else { throw ClientError.invalidArgument(line) }
-            try await engine.enqueue([.delete(id)])
-            out.line(#"{"ack": "delete", "id": \#(quoted(words[1]))}"#)
-        case ("samples", 2):
-            guard let bytes = try Sys.readFile(words[1]) else { throw ClientError.local("no \(words[1])") }
-            let items = try bytes.split(separator: UInt8(ascii: "\n")).map { line -> UploadItem in
-                let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
-                guard fields.count == 3, let id = MessageID(String(decoding: fields[0], as: UTF8.self)),
-                    let version = Int64(String(decoding: fields[1], as: UTF8.self))
-                else { throw ClientError.local("a sample line without ID VERSION BODY") }
-                return .put(id, version: version, body: try JSONText(validating: Array(fields[2])))
-            }
-            try await engine.enqueue(items)
-            out.line(#"{"ack": "samples", "count": \#(items.count)}"#)
-        case ("edit", 3...):
-            let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
-            guard let at = Timestamp.parse(parts[1]) else { throw ClientError.invalidArgument("edit: \(parts[1]) is not a time stamp") }
-            try await engine.editSettings(try JSONText(validating: parts[2]), at: Date(timeIntervalSince1970: Double(at) / 1_000_000))
-            out.line(#"{"ack": "edit", "at": \#(quoted(parts[1]))}"#)
-        case ("run", 1):
-            guard running == nil else { continue }
-            running = Task {
-                do {
-                    try await engine.run()
-                } catch is CancellationError {
-                    out.line(#"{"run": "cancelled"}"#)
-                } catch {
-                    out.line(#"{"run": "failed", "error": \#(quoted("\(error)"))}"#)
-                }
-            }
-        case ("stop", 1):
-            await stop()
-        case ("sync", 1):
-            await engine.syncNow()
-            out.line(#"{"ack": "sync"}"#)
-        case ("pending", 1):
-            let pending = await engine.pending
-            out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count)}}"#)
-        case ("second", 1):
+    func run(_ engine: SyncEngine) -> Task<Void, Never> {
+        Task {
             do {
-                _ = try SyncEngine(client: client, stateDirectory: state, store: store)
-                out.line(#"{"second": "opened"}"#)
+                try await engine.run()
+            } catch is CancellationError {
+                out.line(#"{"run": "cancelled"}"#)
             } catch {
-                out.line(#"{"second": "refused", "error": \#(quoted("\(error)"))}"#)
+                out.line(#"{"run": "failed", "error": \#(quoted("\(error)"))}"#)
             }
-        default:
-            throw ClientError.invalidArgument("engine: unknown command \(String(reflecting: line))")
         }
     }
-    await stop()
-    printer.cancel()
+    func counts(_ pending: SyncEngine.Pending) -> String {
+        #"{"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count)}"#
+    }
+    var failure: (any Error)?
+    commands: for await line in lines {
+        do {
+            let words = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+            switch (words.first ?? "", words.count) {
+            case ("put", 4):
+                guard let id = MessageID(words[1]), let version = Int64(words[2]) else { throw ClientError.invalidArgument(line) }
+                try await engine.enqueue([.put(id, version: version, body: try JSONText(validating: words[3]))])
+                out.line(#"{"ack": "put", "id": \#(quoted(words[1])), "version": \#(version)}"#)
+            case ("delete", 2):
+                guard let id = MessageID(words[1]) else { throw ClientError.invalidArgument(line) }
+                try await engine.enqueue([.delete(id)])
+                out.line(#"{"ack": "delete", "id": \#(quoted(words[1]))}"#)
+            case ("samples", 2):
+                guard let bytes = try Sys.readFile(words[1]) else { throw ClientError.local("no \(words[1])") }
+                let items = try bytes.split(separator: UInt8(ascii: "\n")).map { line -> UploadItem in
+                    let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
+                    guard fields.count == 3, let id = MessageID(String(decoding: fields[0], as: UTF8.self)),
+                        let version = Int64(String(decoding: fields[1], as: UTF8.self))
+                    else { throw ClientError.local("a sample line without ID VERSION BODY") }
+                    return .put(id, version: version, body: try JSONText(validating: Array(fields[2])))
+                }
+                try await engine.enqueue(items)
+                out.line(#"{"ack": "samples", "count": \#(items.count)}"#)
+            case ("edit", 3...):
+                let parts = line.split(separator: " ", maxSplits: 2).map(String.init)
+                guard let at = Timestamp.parse(parts[1]) else { throw ClientError.invalidArgument("edit: \(parts[1]) is not a time stamp") }
+                try await engine.editSettings(try JSONText(validating: parts[2]), at: Date(timeIntervalSince1970: Double(at) / 1_000_000))
+                out.line(#"{"ack": "edit", "at": \#(quoted(parts[1]))}"#)
+            case ("run", 1):
+                guard running == nil else { continue }
+                running = run(engine)
+            case ("stop", 1):
+                await stop()
+            case ("sync", 1):
+                await engine.syncNow()
+                out.line(#"{"ack": "sync"}"#)
+            case ("pending", 1):
+                let pending = try await engine.pending
+            let refused = pending.refusals.map { quoted($0.item.id.rawValue) } + pending.settingsRefusals.map { _ in quoted("settings") }
+            out.line(#"{"pending": {"uploads": \#(pending.uploads.count), "settings": \#(pending.settingsMembers.count), "refused": [\#(refused.joined(separator: ", "))]}}"#)
+        case ("opened", 1):
+            out.line(#"{"opened": \#(seconds(opened))}"#)
+        case ("count", 1):
+            out.line(#"{"count": \#(await engine.pendingCount)}"#)
+        case ("take", 1):
+            let pending = try await engine.pending
+            let numbers = pending.refusals.map(\.number) + pending.settingsRefusals.map(\.number)
+            try await engine.acknowledgeRefusals(numbers)
+            out.line(#"{"taken": \#(numbers.count)}"#)
+            case ("second", 1):
+                do {
+                    _ = try SyncEngine(client: client, stateDirectory: state, store: store)
+                    out.line(#"{"second": "opened"}"#)
+                } catch {
+                    out.line(#"{"second": "refused", "error": \#(quoted("\(error)"))}"#)
+                }
+            case ("network", 2):
+                guard ["on", "off"].contains(words[1]) else { throw ClientError.invalidArgument(line) }
+                await engine.networkChanged(available: words[1] == "on")
+                out.line(#"{"ack": "network", "available": \#(words[1] == "on")}"#)
+            case ("idle", 2):
+                guard let limit = Double(words[1]) else { throw ClientError.invalidArgument(line) }
+                let start = ContinuousClock.now
+                do {
+                    let left = try await engine.syncUntilIdle(within: .milliseconds(Int(limit * 1000)))
+                    out.line(#"{"idle": \#(counts(left)), "took": \#(seconds(ContinuousClock.now - start))}"#)
+                } catch {
+                    out.line(#"{"idle": "failed", "error": \#(quoted("\(error)"))}"#)
+                }
+            case ("reopen", 1):
+                let wasRunning = running != nil
+                await engine.close()
+                await running?.value
+                running = nil
+                await printer.value
+                do {
+                    engine = try await SyncEngine.open(client: client, stateDirectory: state, store: store, excludingOwnWrites: !includeOwn)
+                    printer = print(engine)
+                    if wasRunning { running = run(engine) }
+                    out.line(#"{"reopened": true, "pending": \#(counts(try await engine.pending))}"#)
+                } catch {
+                    out.line(#"{"reopened": false, "error": \#(quoted("\(error)"))}"#)
+                    break commands
+                }
+            default:
+                throw ClientError.invalidArgument("engine: unknown command \(String(reflecting: line))")
+            }
+        } catch {
+            failure = error
+            break commands
+        }
+    }
+    // Every exit through close(): the run stopped and its transfers ended
+    // before the process goes (libcurl's and OpenSSL's exit-time cleanup
+    // under a live transfer aborted once in 19 runs).
+    await engine.close()
+    await running?.value
+    await printer.value
+    if let failure { throw failure }
 }
 
 /// An event as one JSON line.

@@ -8,9 +8,10 @@ import MockCloudWire
 // The library alone, over either transport, for Benchmarks/lan/bench_client.py
 // (push, pull: no folder, no state files, no process start in the figure)
 // and Tests/client/run.py (every command):
-//   client-bench [--transport curl|urlsession] [--device ID] [--attempts N] COMMAND URL CA KEY [ARG...]
+//   client-bench [--transport curl|urlsession] [--device ID] [--attempts N] [--timeout SECONDS] COMMAND URL CA KEY [ARG...]
 // (the device id defaults to bench-1; --attempts: N attempts 0.2 to 2 s
-// apart instead of the standard policy's 12)
+// apart instead of the standard policy's 12; --timeout: the transport's
+// request timeout instead of its default)
 //   push SAMPLES          a line per sample: ID VERSION BODY-JSON; prints
 //                         {"seconds", "items" (stored), "rejected"}
 //   pull [STATE]          the feed from STATE's anchor (a first line ANCHOR
@@ -33,10 +34,12 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 var transportName = "curl"
 var device = "bench-1"
 var retry = RetryPolicy.standard
+var requestTimeout = Duration.seconds(120)
 options: while arguments.count >= 2 {
     switch arguments[0] {
     case "--transport": transportName = arguments[1]
     case "--device": device = arguments[1]
+    case "--timeout": requestTimeout = .seconds(Int(arguments[1]) ?? 120)
     case "--attempts":
         retry = RetryPolicy(
             maxAttempts: Int(arguments[1]) ?? 1, initialDelay: .milliseconds(200), maxDelay: .seconds(2), maxRetryAfter: .seconds(60))
@@ -95,7 +98,7 @@ guard arguments.count >= 4, let key = UserKey(arguments[3]), let deviceID = Devi
 else {
     try? Sys.writeAll(
         .standardError,
-        Array(("usage: client-bench [--transport curl|urlsession] [--device ID] [--attempts N]"
+        Array(("usage: client-bench [--transport curl|urlsession] [--device ID] [--attempts N] [--timeout SECONDS]"
             + " push|pull|settings-get|settings-put|hold|follow|watch-settings|engine URL CA KEY [ARG...]\n").utf8))
     exit(2)
 }
@@ -108,7 +111,8 @@ do {
     do {
         guard let base = URL(string: url) else { throw ClientError.invalidArgument("\(url) is not a URL") }
         transport = transportName == "curl"
-            ? try CurlTransport(baseURL: base, trust: trust) : try URLSessionTransport(baseURL: base, trust: trust)
+            ? try CurlTransport(baseURL: base, trust: trust, requestTimeout: requestTimeout)
+            : try URLSessionTransport(baseURL: base, trust: trust, requestTimeout: requestTimeout)
     } catch let error as TransportError {
         throw ClientError.local(error.description)
     }

@@ -1,7 +1,5 @@
 import MockCloudJSON
-// An app imports MockCloudClient alone: the wire types it hands out
-// (UserKey, MessageID, Anchor, Envelope, FeedPage, JSONText, ...) come with it.
-@_exported import MockCloudWire
+import MockCloudWire
 
 /// The limits of `POST /inbox:bulk` (docs/API.md §8): `upload` cuts its
 /// requests to fit them, and refuses an item larger than the server takes
@@ -38,19 +36,18 @@ public struct ClientConfiguration: Sendable {
     public var uploadsInFlight: Int
     /// How long each waiting request of a follow (`changes(since:follow:)`,
     /// `settingsUpdates(after:)`) asks the box to hold it for a change, in
-    /// whole seconds within `WireLimits.waitSeconds`. Shorter costs more
+    /// whole seconds from 1 to 60 (the box's limit). Shorter costs more
     /// requests; longer keeps the box's program waiting longer after the
     /// client gave up.
     public var wait: Duration
-    /// How the client waits between attempts (tests pass one that records).
-    /// It throws `CancellationError` when the task is cancelled, which ends
-    /// the retries.
-    public var sleep: @Sendable (Duration) async throws -> Void
+    /// How the client waits between attempts: the continuous clock, or one
+    /// a test injects (package access: not an app's API). Its sleep throws
+    /// `CancellationError` when the task is cancelled, which ends the retries.
+    package var clock: any Clock<Duration> = ContinuousClock()
 
     public init(
         userKey: UserKey, deviceID: DeviceID? = nil, token: String? = nil, retry: RetryPolicy = .standard,
-        limits: BulkLimits = .server, uploadsInFlight: Int = 2, wait: Duration = .seconds(30),
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { duration in try await Task.sleep(for: duration) }
+        limits: BulkLimits = .server, uploadsInFlight: Int = 2, wait: Duration = .seconds(30)
     ) {
         self.userKey = userKey
         self.deviceID = deviceID
@@ -60,11 +57,18 @@ public struct ClientConfiguration: Sendable {
         self.uploadsInFlight = max(1, uploadsInFlight)
         let seconds = Int(wait.components.seconds)
         self.wait = .seconds(min(max(seconds, WireLimits.waitSeconds.lowerBound), WireLimits.waitSeconds.upperBound))
-        self.sleep = sleep
     }
 
     /// `wait` as the `?wait=` query parameter's whole seconds.
     var waitSeconds: Int { Int(wait.components.seconds) }
+
+    /// Sleeps `duration` on `clock`; throws `CancellationError` when the task is cancelled.
+    package func sleep(for duration: Duration) async throws { try await Self.sleep(clock, for: duration) }
+
+    /// `clock`, opened (`Clock.sleep(for:)` is missing from iOS 16's standard library).
+    private static func sleep<C: Clock>(_ clock: C, for duration: Duration) async throws where C.Duration == Duration {
+        try await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
+    }
 }
 
 /// The sync client for one user key on one box: uploads in bulk, the change
@@ -147,7 +151,9 @@ public struct BoxClient: Sendable {
                     return .unsettled("\(response.status) \(Self.errorText(response)): the write may have been applied")
                 }
             }
-            guard !last else { throw ClientError.unavailable("\(response.status) \(Self.errorText(response)) (\(attempts))") }
+            guard !last else {
+                throw ClientError.unavailable("\(response.status) \(Self.errorText(response)) (\(attempts))", lastStatus: response.status)
+            }
             try await pause(policy.delay(afterAttempt: attempt, retryAfter: response.header(HTTPHeader.retryAfter.name)))
         }
     }
@@ -176,7 +182,7 @@ public struct BoxClient: Sendable {
     /// (`CancellationError`, whatever the sleep threw).
     func pause(_ duration: Duration) async throws {
         do {
-            try await configuration.sleep(duration)
+            try await configuration.sleep(for: duration)
         } catch {
             throw CancellationError()
         }
@@ -185,14 +191,16 @@ public struct BoxClient: Sendable {
 
     /// `request`'s answer, with a box that stays unavailable through every
     /// retry (a long restart, the Wi-Fi gone) waited out, however long it
-    /// lasts: a follow keeps following. Cancellation ends it
-    /// (`CancellationError`).
+    /// lasts: a follow keeps following. Its request went through every
+    /// retry, so each wait is the policy's longest (jittered). Cancellation
+    /// ends it (`CancellationError`).
     func waitingOutUnavailable<T>(_ request: () async throws -> T) async throws -> T {
+        var backoff = Backoff(initial: configuration.retry.maxDelay, cap: configuration.retry.maxDelay)
         while true {
             do {
                 return try await request()
             } catch ClientError.Code.unavailable {
-                try await pause(configuration.retry.maxDelay)
+                try await pause(backoff.failed())
             }
         }
     }

@@ -23,6 +23,11 @@ enum WriteCondition {
 }
 
 /// What a settings write did.
+///
+/// Frozen on purpose: a write is either stored or meets a condition that
+/// does not hold (409, 412); every other answer throws a `ClientError`,
+/// whose `code` is the extensible part.
+@frozen
 public enum SettingsWrite: Sendable, Equatable {
     /// 200: stored (`serverReceivedAt` set by the server).
     case written(BoxSettings)

@@ -30,6 +30,14 @@ public struct ChangePage: Sendable {
     /// True when this page's anchor is the one to save with it: every page of
     /// an incremental read, the last page of a full one.
     public var anchorIsFinal: Bool { !isFullRead || !page.hasMore }
+
+    /// A page as a feed read hands it out (and as appliers' tests make one).
+    package init(page: FeedPage, isFullRead: Bool, startsResync: Bool, liveIDs: Set<MessageID>?) {
+        self.page = page
+        self.isFullRead = isFullRead
+        self.startsResync = startsResync
+        self.liveIDs = liveIDs
+    }
 }
 
 /// `changes(since:)`: pages until the feed is exhausted (`hasMore` false),
@@ -196,9 +204,10 @@ extension BoxClient {
     /// as it commits, until the task is cancelled (which stops the waiting
     /// request at once and throws `CancellationError`). A broken connection or a
     /// restart of the box is retried from the same anchor: nothing is missed
-    /// or handed out twice.
+    /// or handed out twice. `pageSize` is kept within the box's page sizes
+    /// (1 to 1,000); the default asks for its largest.
     public func changes(
-        since anchor: Anchor?, pageSize: Int = WireLimits.feedPageSizes.upperBound, excludingOwnWrites: Bool = true,
+        since anchor: Anchor?, pageSize: Int = .max, excludingOwnWrites: Bool = true,
         follow: Bool = false
     ) -> ChangeFeed {
         ChangeFeed(client: self, anchor: anchor, pageSize: min(max(pageSize, WireLimits.feedPageSizes.lowerBound), WireLimits.feedPageSizes.upperBound),
@@ -236,12 +245,35 @@ extension BoxClient {
 }
 
 /// Where `catchUp(from:)` ended.
+///
+/// Frozen on purpose: a read of the feed either reaches its end or meets a
+/// 410; every other answer throws. What may grow, the 410's reasons, is an
+/// extensible kind (`Reason`).
+@frozen
 public enum CatchUp: Sendable, Equatable {
+    /// Why the server cannot answer from an anchor (the 410's `reason`,
+    /// docs/API.md §4). New reasons may come in a minor release: match
+    /// with a `default`.
+    public typealias Reason = ExtensibleKind<CatchUp>
+
     /// At the end of the feed now: the anchor to keep.
     case end(Anchor)
     /// 410: the server cannot answer from the anchor, and why (nil: it did
     /// not say; an older server).
-    case gone(AnchorGone?)
+    case gone(Reason?)
+}
+
+extension ExtensibleKind where Owner == CatchUp {
+    /// Compaction dropped deletions the anchor had not seen. The inbox is
+    /// the same one: every write it acknowledged is still there, or was
+    /// replaced or deleted by a later write.
+    public static var compacted: Self { Self(AnchorGone.compacted.rawValue) }
+    /// The anchor belongs to another generation of the inbox: restored from
+    /// a backup, or wiped and rebuilt. Acknowledged writes may be gone.
+    public static var replaced: Self { Self(AnchorGone.replaced.rawValue) }
+    /// The anchor is beyond anything the inbox holds: it lost writes it had
+    /// acknowledged (its files were put back from an older copy).
+    public static var ahead: Self { Self(AnchorGone.ahead.rawValue) }
 }
 
 extension BoxClient {
@@ -256,7 +288,7 @@ extension BoxClient {
         while true {
             switch try await feedRead(after: anchor, limit: WireLimits.feedPageSizes.upperBound, excludeOwn: configuration.deviceID != nil) {
             case .gone(let reason):
-                return .gone(reason)
+                return .gone(reason.map { CatchUp.Reason($0.rawValue) })
             case .page(let page):
                 if !page.hasMore { return .end(page.anchor) }
                 anchor = page.anchor

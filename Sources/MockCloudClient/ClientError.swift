@@ -25,7 +25,10 @@ public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible, L
     /// What happened, without the kind's prefix: for `refused`, the server's
     /// `error` sentence.
     public let detail: String
-    /// For `refused`: the status the server answered; nil for other kinds.
+    /// For `refused`: the status the server answered. For `unavailable`:
+    /// the status of the last answer when the server did answer (a 5xx, or
+    /// a 429 past its `Retry-After`, through every retry), nil when no
+    /// answer came. nil for other kinds.
     public let status: Int?
 
     private init(_ code: Code, _ detail: String, status: Int? = nil) {
@@ -37,9 +40,16 @@ public struct ClientError: Error, Sendable, Hashable, CustomStringConvertible, L
     public static func invalidArgument(_ detail: String) -> ClientError { ClientError(.invalidArgument, detail) }
     public static func untrusted(_ detail: String) -> ClientError { ClientError(.untrusted, detail) }
     public static func unavailable(_ detail: String) -> ClientError { ClientError(.unavailable, detail) }
+    /// `unavailable` after answers that were all 5xx or 429, the last with `lastStatus`.
+    package static func unavailable(_ detail: String, lastStatus: Int) -> ClientError {
+        ClientError(.unavailable, detail, status: lastStatus)
+    }
     public static func refused(status: Int, error: String) -> ClientError { ClientError(.refused, error, status: status) }
     public static func badAnswer(_ detail: String) -> ClientError { ClientError(.badAnswer, detail) }
     public static func local(_ detail: String) -> ClientError { ClientError(.local, detail) }
+    public static func stateInUse(_ detail: String) -> ClientError { ClientError(.stateInUse, detail) }
+    public static func stateDamaged(_ detail: String) -> ClientError { ClientError(.stateDamaged, detail) }
+    public static func stateNotWritable(_ detail: String) -> ClientError { ClientError(.stateNotWritable, detail) }
 
     public var description: String {
         switch code {
@@ -70,8 +80,18 @@ extension ExtensibleKind where Owner == ClientError {
     public static var refused: Self { Self("refused") }
     /// An answer the client does not understand.
     public static var badAnswer: Self { Self("badAnswer") }
-    /// A local file (CA, anchor, state) could not be read or written.
+    /// A local file (CA, anchor, state) could not be read or written, and
+    /// none of the state's kinds below says more.
     public static var local: Self { Self("local") }
+    /// A `SyncEngine`'s state directory is held by another engine, in this
+    /// process or another: use that one, or close it first.
+    public static var stateInUse: Self { Self("stateInUse") }
+    /// A `SyncEngine`'s state file is damaged (`detail` names it and the
+    /// record): nothing was sent and the file is as it was.
+    public static var stateDamaged: Self { Self("stateDamaged") }
+    /// A `SyncEngine`'s state could not be written (a full disk, a folder
+    /// that is not writable): nothing of the call was recorded.
+    public static var stateNotWritable: Self { Self("stateNotWritable") }
 
     /// `catch ClientError.Code.unavailable { … }`: matches a `ClientError` of this kind.
     public static func ~= (code: Self, error: any Error) -> Bool {

@@ -72,7 +72,9 @@ public final class CurlTransport: HTTPTransport, @unchecked Sendable {
     }
 
     /// `baseURL` like `https://192.168.1.20:8443`; a request taking longer
-    /// than `requestTimeout` in all (whole seconds) is a connection failure.
+    /// than `requestTimeout` in all (whole seconds, at least 1) is a
+    /// connection failure. Keep it above `ClientConfiguration.wait`, which
+    /// the box may hold a follow's request for.
     public init(baseURL: URL, trust: TrustAnchor, requestTimeout: Duration = .seconds(120)) throws {
         let baseURL = try TransportBase.text(of: baseURL)
         guard Self.globalInit == CURLE_OK else { throw TransportError.setup("curl_global_init failed") }

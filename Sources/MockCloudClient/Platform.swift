@@ -23,28 +23,74 @@ enum Platform {
     }
 
     /// Replaces `path` atomically and durably: a temporary file beside it,
-    /// written and fsynced, renamed over it, the folder fsynced. A crash
-    /// leaves the old file or the new one.
+    /// written and synced, renamed over it, the folder synced. A crash
+    /// leaves the old file or the new one (and perhaps the temporary file,
+    /// `.<name>.<UUID>`, which `removeLeftovers` clears).
     static func replace(_ path: String, with bytes: [UInt8]) throws {
-        let folder = (path as NSString).deletingLastPathComponent
-        let temporary = (folder.isEmpty ? "." : folder) + "/.\((path as NSString).lastPathComponent).\(UUID().uuidString)"
+        try replace(path) { write in try write(bytes) }
+    }
+
+    /// The same, the new file's bytes written by `body` a part at a time
+    /// (with the `write` it is given), so that they need not all be in memory.
+    static func replace(_ path: String, writing body: (_ write: ([UInt8]) throws -> Void) throws -> Void) throws {
+        let folder = folder(of: path)
+        let temporary = folder + "/.\((path as NSString).lastPathComponent).\(UUID().uuidString)"
         guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600]),
             let handle = FileHandle(forWritingAtPath: temporary)
         else { throw ClientError.local("cannot create \(temporary)") }
         do {
             defer { try? handle.close() }
-            try handle.write(contentsOf: Data(bytes))
-            try handle.synchronize()
+            try body { bytes in
+                do {
+                    try handle.write(contentsOf: Data(bytes))
+                } catch {
+                    throw ClientError.local("cannot write \(temporary): \(error.localizedDescription)")
+                }
+            }
+            try sync(handle.fileDescriptor, path: temporary)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
-            throw ClientError.local("cannot write \(temporary): \(error.localizedDescription)")
+            throw error
         }
         guard rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))
             try? FileManager.default.removeItem(atPath: temporary)
             throw ClientError.local("cannot rename \(temporary) to \(path): \(reason)")
         }
-        syncFolder(folder.isEmpty ? "." : folder)
+        syncFolder(folder)
+    }
+
+    /// Removes the temporary files `replace` left beside `path` when a crash
+    /// stopped it (`.<name>.<UUID>`): they were never renamed into place.
+    /// Call it only while holding what `path` belongs to (the state lock).
+    static func removeLeftovers(of path: String) {
+        let folder = folder(of: path)
+        let prefix = ".\((path as NSString).lastPathComponent)."
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        var removed = false
+        for name in names where name.hasPrefix(prefix) && UUID(uuidString: String(name.dropFirst(prefix.count))) != nil {
+            removed = (try? FileManager.default.removeItem(atPath: folder + "/" + name)) != nil || removed
+        }
+        if removed { syncFolder(folder) }
+    }
+
+    /// The folder `path` is in ("." for a bare name).
+    private static func folder(of path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        return folder.isEmpty ? "." : folder
+    }
+
+    /// Makes what was written to `descriptor` durable: `fcntl(F_FULLFSYNC)`
+    /// on Apple platforms, where `fsync` leaves it in the drive's cache
+    /// (a power loss can still take it), falling back to `fsync` where the
+    /// file system does not take it; `fsync` elsewhere.
+    static func sync(_ descriptor: Int32, path: String) throws {
+        #if canImport(Darwin)
+        if fcntl(descriptor, F_FULLFSYNC) == 0 { return }
+        #endif
+        while fsync(descriptor) != 0 {
+            guard errno == EINTR else { throw ClientError.local("cannot sync \(path): \(String(cString: strerror(errno)))") }
+        }
     }
 
     /// Removes `path` durably; false when there was nothing to remove.
@@ -82,16 +128,43 @@ enum Platform {
         close(descriptor)
     }
 
-    /// `path` opened for writing at its end, made 0600 when absent.
-    static func openForAppending(_ path: String) throws -> FileHandle {
+    /// `path` opened for reading and writing, made 0600 when absent (its
+    /// folder then synced, so that the new name is durable).
+    static func openForUpdating(_ path: String) throws -> FileHandle {
         if !FileManager.default.fileExists(atPath: path) {
             guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
                 throw ClientError.local("cannot create \(path)")
             }
-            syncFolder((path as NSString).deletingLastPathComponent)
+            syncFolder(folder(of: path))
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw ClientError.local("cannot open \(path) for writing") }
+        guard let handle = FileHandle(forUpdatingAtPath: path) else { throw ClientError.local("cannot open \(path) for writing") }
         return handle
+    }
+
+    /// The size of the file open as `handle`.
+    static func size(of handle: FileHandle, path: String) throws -> UInt64 {
+        do {
+            return try handle.seekToEnd()
+        } catch {
+            throw ClientError.local("cannot read \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// `count` bytes of the file open as `handle`, from `offset` (fewer
+    /// where the file ends sooner).
+    static func read(_ handle: FileHandle, at offset: UInt64, count: Int, path: String) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                pread(handle.fileDescriptor, buffer.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+            }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { throw ClientError.local("cannot read \(path): \(String(cString: strerror(errno)))") }
+            guard got > 0 else { break }
+            filled += got
+        }
+        return Array(bytes[..<filled])
     }
 
     /// Writes `bytes` at `offset` (the end of what is sound) and syncs the
@@ -102,12 +175,12 @@ enum Platform {
         do {
             try handle.seek(toOffset: offset)
             try handle.write(contentsOf: Data(bytes))
-            try handle.synchronize()
+            try sync(handle.fileDescriptor, path: path)
         } catch {
-            let reason = error.localizedDescription
+            let reason = (error as? ClientError)?.detail ?? error.localizedDescription
             do {
                 try handle.truncate(atOffset: offset)
-                try handle.synchronize()
+                try sync(handle.fileDescriptor, path: path)
             } catch {
                 throw AppendFailure(path: path, reason: reason, intact: false)
             }
@@ -126,7 +199,7 @@ enum Platform {
     /// lets a folder be synced (Linux, Darwin); best effort elsewhere.
     static func syncFolder(_ folder: String) {
         guard let handle = FileHandle(forReadingAtPath: folder.isEmpty ? "." : folder) else { return }
-        try? handle.synchronize()
+        try? sync(handle.fileDescriptor, path: folder)
         try? handle.close()
     }
 

@@ -122,6 +122,6 @@ extension BoxClient {
     }
 
     /// An instant as the wire's microseconds, and back.
-    static func micros(_ date: Date) -> Timestamp.Micros { Timestamp.Micros((date.timeIntervalSince1970 * 1_000_000).rounded()) }
-    static func date(_ micros: Timestamp.Micros) -> Date { Date(timeIntervalSince1970: Double(micros) / 1_000_000) }
+    package static func micros(_ date: Date) -> Timestamp.Micros { Timestamp.Micros((date.timeIntervalSince1970 * 1_000_000).rounded()) }
+    package static func date(_ micros: Timestamp.Micros) -> Date { Date(timeIntervalSince1970: Double(micros) / 1_000_000) }
 }

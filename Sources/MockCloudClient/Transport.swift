@@ -1,4 +1,5 @@
 import Foundation
+import MockCloudWire
 
 /// One HTTP exchange, as the client hands it to a transport.
 public struct TransportRequest: Sendable {
@@ -91,11 +92,20 @@ extension ExtensibleKind where Owner == TransportError {
     public static var setup: Self { Self("setup") }
 }
 
-/// Sends requests to one server over TLS that trusts the box's CA. The
-/// client calls it one request at a time; an implementation keeps its
-/// connection alive between calls. Cancelling the calling task stops the
-/// transfer at once and throws `CancellationError`; a transport throws
-/// only `TransportError` otherwise.
+/// Sends requests to one server over TLS that trusts the box's CA.
+///
+/// The client calls `send` concurrently, so an implementation must take
+/// several requests at once (each on a connection or an HTTP/2 stream of
+/// its own): `upload` keeps `ClientConfiguration.uploadsInFlight` bulk
+/// requests in flight (2 by default), a follow's waiting request is held
+/// by the box for up to `ClientConfiguration.wait` while others are sent,
+/// a `SyncEngine` sends, follows the feed and follows the settings at the
+/// same time, and an app may call the client from several tasks. It keeps
+/// its connections alive between calls. A request that takes longer than
+/// the transport's request timeout fails as `connection` (both transports
+/// here take one: `requestTimeout`, longer than the longest wait).
+/// Cancelling the calling task stops the transfer at once and throws
+/// `CancellationError`; a transport throws only `TransportError` otherwise.
 public protocol HTTPTransport: Sendable {
     func send(_ request: TransportRequest) async throws -> TransportResponse
 }

@@ -30,10 +30,12 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let configuration: URLSessionConfiguration
     #endif
 
-    /// `baseURL` like `https://192.168.1.20:8443`. Throws
+    /// `baseURL` like `https://192.168.1.20:8443`; a request taking longer
+    /// than `requestTimeout` in all is a connection failure (as
+    /// `CurlTransport`'s: keep it above `ClientConfiguration.wait`). Throws
     /// `TransportError.setup` for a URL that is not https (and on Linux, for
     /// a trust store that holds more than `trust`'s certificate).
-    public init(baseURL: URL, trust: TrustAnchor) throws {
+    public init(baseURL: URL, trust: TrustAnchor, requestTimeout: Duration = .seconds(120)) throws {
         let baseURL = try TransportBase.text(of: baseURL)
         #if canImport(FoundationNetworking)
         try LinuxTrustStore.check(onlyAnchor: trust.der)
@@ -46,7 +48,11 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         #endif
         let configuration = URLSessionConfiguration.ephemeral
         configuration.connectionProxyDictionary = [:]
-        configuration.timeoutIntervalForRequest = 120
+        // The whole exchange (the resource timeout), and so at most as long
+        // between two packets of it (the request timeout).
+        let timeout = max(0.001, Double(requestTimeout.components.seconds) + Double(requestTimeout.components.attoseconds) / 1e18)
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForResource = timeout
         self.baseURL = baseURL
         #if canImport(FoundationNetworking)
         self.configuration = configuration

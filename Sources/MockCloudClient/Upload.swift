@@ -3,6 +3,9 @@ import MockCloudWire
 
 /// One change to send: a message at a version, or a deletion.
 public struct UploadItem: Sendable, Equatable {
+    /// Frozen on purpose: the wire's bulk item is a put or a deletion
+    /// (docs/API.md §8); another kind of change would be another API.
+    @frozen
     public enum Change: Sendable, Equatable {
         case put(version: Int64, body: JSONText)
         case delete
@@ -59,6 +62,11 @@ public struct UploadItem: Sendable, Equatable {
 
 /// What became of one item: the bulk result's status, as the single
 /// request would have answered (docs/API.md §8).
+///
+/// Frozen on purpose: the server holds the item (stored, deleted), holds a
+/// higher version (conflict), or refused it; a refusal carries its status,
+/// so a status a later box adds is a `rejected` an app already handles.
+@frozen
 public enum UploadOutcome: Sendable, Equatable {
     /// 201 (`created`) or 200: the server holds this version and body, at `seq`.
     case stored(seq: Int64, created: Bool)

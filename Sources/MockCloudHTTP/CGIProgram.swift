@@ -144,7 +144,8 @@ package enum CGIProgram {
 
     /// Throws `.repeatedHeader` when `header` came more than once.
     private static func once(_ environment: Environment, _ header: HTTPHeader) throws(RequestError) {
-        if environment.isRepeated(header.variable) || environment[header.variable]?.utf8.contains(UInt8(ascii: ",")) == true {
+        let variable = header.variable
+        if environment.isRepeated(variable) || environment[variable]?.utf8.contains(UInt8(ascii: ",")) == true {
             throw .repeatedHeader(header.name)
         }
     }

@@ -79,7 +79,7 @@ struct PushLedger {
         anchorIsStale = true
         if reason == .compacted { return .reread }
         try forgetStored()
-        return .resent(reason)
+        return .resent(reason.flatMap { AnchorGone(rawValue: $0.description) })
     }
 
     /// The box may have lost what it acknowledged: every file is to be sent

@@ -40,8 +40,8 @@ struct PushWatch {
         var pending = PushLedger.Scope.everything
         /// The box did not answer: ask it (`recover`) before the next round.
         var recovering = true
-        /// Rounds in a row the box did not answer.
-        var failures = 0
+        /// The waits while the box does not answer (its `failures`: rounds in a row).
+        var backoff: Backoff
         var watching = false
     }
 
@@ -50,7 +50,7 @@ struct PushWatch {
         let events = try FolderEvents(directory: directory)
         defer { events.stop() }
         var ledger = try PushLedger(client: client, directory: directory, deleteMissing: deleteMissing)
-        var progress = Progress()
+        var progress = Progress(backoff: Backoff(client.configuration.retry))
         do {
             while true {
                 var changes = progress.pending == .nothing ? try await events.next() : FolderChanges()
@@ -101,9 +101,9 @@ struct PushWatch {
             }
             progress.tally.add(round.tally)
             Push.show(round.tally.problems, &output)
-            if progress.failures > 0 {
+            if progress.backoff.failures > 0 {
                 output.error("push --watch: the box answers again; what was written meanwhile is sent")
-                progress.failures = 0
+                progress.backoff.succeeded()
             }
             if !events.hasPending, ledger.anchorIsStale, try await !ledger.renewAnchor() {
                 output.error("push --watch: the box's inbox was replaced (a restore?): every file is sent again")
@@ -115,14 +115,13 @@ struct PushWatch {
             }
         } catch ClientError.Code.unavailable {
             progress.pending.merge(scope)
-            progress.failures += 1
             progress.recovering = true
-            let pause = client.configuration.retry.delay(afterAttempt: progress.failures, retryAfter: nil)
-            if progress.failures == 1 {
+            let pause = progress.backoff.failed()
+            if progress.backoff.failures == 1 {
                 output.error("push --watch: the box does not answer; still watching \(directory), "
                     + "and what is written meanwhile is sent once it answers (trying again every few seconds)")
             }
-            try await client.configuration.sleep(pause)
+            try await client.configuration.sleep(for: pause)
             try Task.checkCancellation()
         }
     }

@@ -2,7 +2,7 @@
 /// feed's 410 (docs/API.md §4). A reader restarts without an anchor in
 /// every case; a writer that keeps an anchor to learn whether acknowledged
 /// writes were lost (`mockcloud-sync push`) tells them apart.
-public enum AnchorGone: String, Sendable, CaseIterable {
+package enum AnchorGone: String, Sendable, CaseIterable {
     /// Compaction dropped deletions the anchor had not seen. The inbox is
     /// the same one: every write it acknowledged is still there, or was
     /// replaced or deleted by a later write.

@@ -1,32 +1,27 @@
 /// A header name of the wire (docs/API.md §2), spelled once for the server
-/// and the client, with the CGI meta-variable a request's header arrives in
-/// on the server (`X-User-Key` → `HTTP_X_USER_KEY`, RFC 3875 4.1.18):
-/// written out, not derived per request, since deriving it costs every
-/// request a string each time (`CGIRequestTests` checks each derivation).
+/// and the client. The CGI meta-variable a request's header arrives in on
+/// the server (`X-User-Key` → `HTTP_X_USER_KEY`, RFC 3875 4.1.18) is the
+/// HTTP layer's, derived from the name there (`HTTPHeader.variable`).
 package struct HTTPHeader: Sendable, Equatable {
     /// As HTTP spells it, e.g. `X-User-Key`.
     package let name: String
-    /// The meta-variable, e.g. `HTTP_X_USER_KEY`; empty for a header only
-    /// answers carry.
-    package let variable: String
 
-    private init(_ name: String, _ variable: String = "") {
+    private init(_ name: String) {
         self.name = name
-        self.variable = variable
     }
 
     // Sent by clients, read by the server.
-    package static let userKey = HTTPHeader("X-User-Key", "HTTP_X_USER_KEY")
-    package static let deviceID = HTTPHeader("X-Device-Id", "HTTP_X_DEVICE_ID")
-    package static let syncVersion = HTTPHeader("X-Sync-Version", "HTTP_X_SYNC_VERSION")
-    package static let authorization = HTTPHeader("Authorization", "HTTP_AUTHORIZATION")
-    package static let ifMatch = HTTPHeader("If-Match", "HTTP_IF_MATCH")
-    package static let ifNoneMatch = HTTPHeader("If-None-Match", "HTTP_IF_NONE_MATCH")
-    package static let contentEncoding = HTTPHeader("Content-Encoding", "HTTP_CONTENT_ENCODING")
+    package static let userKey = HTTPHeader("X-User-Key")
+    package static let deviceID = HTTPHeader("X-Device-Id")
+    package static let syncVersion = HTTPHeader("X-Sync-Version")
+    package static let authorization = HTTPHeader("Authorization")
+    package static let ifMatch = HTTPHeader("If-Match")
+    package static let ifNoneMatch = HTTPHeader("If-None-Match")
+    package static let contentEncoding = HTTPHeader("Content-Encoding")
     /// `fields` (`HeaderValue.mergeFields`): a settings PATCH merges per
     /// member, a GET answers the member times; in their answers, that they did.
-    package static let merge = HTTPHeader("X-Merge", "HTTP_X_MERGE")
-    /// Every header above, for the test that checks their meta-variables.
+    package static let merge = HTTPHeader("X-Merge")
+    /// Every header above: the ones the server reads.
     package static let read = [userKey, deviceID, syncVersion, authorization, ifMatch, ifNoneMatch, contentEncoding, merge]
 
     // Written in answers, read by the client. (`Content-Type` is read from

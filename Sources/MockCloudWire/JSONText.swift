@@ -10,7 +10,8 @@ public struct JSONText: Sendable, Hashable, CustomStringConvertible {
     package let value: JSONValue
 
     /// Parses `bytes` (strict RFC 8259, up to 64 levels, as the server does)
-    /// and keeps its compact form; throws for anything but a JSON object.
+    /// and keeps its compact form; throws for anything but a JSON object
+    /// (an error whose description says why).
     public init(validating bytes: [UInt8]) throws {
         let value: JSONValue
         do {
@@ -50,8 +51,10 @@ public struct JSONText: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }
 
-/// Why bytes are not a `JSONText`, or a member not a sync version.
-public enum JSONTextError: Error, Sendable, Equatable, CustomStringConvertible {
+/// Why bytes are not a `JSONText`, or a member not a sync version. Not
+/// public: an app reads the error's description (the client's API names no
+/// wire error an app would have to match exhaustively).
+package enum JSONTextError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not JSON at all (strict RFC 8259); the parser's reason.
     case notJSON(String)
     /// JSON, but not an object.
@@ -59,7 +62,7 @@ public enum JSONTextError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The member is there but not an integer of 0 to 18 digits.
     case notAVersion(member: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notJSON(let reason): return "not valid JSON: \(reason)"
         case .notAnObject: return "not a JSON object"

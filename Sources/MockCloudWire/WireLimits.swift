@@ -2,26 +2,26 @@
 /// to (docs/API.md §7 and §8). nginx's `client_max_body_size` per location,
 /// its 413 texts and docs/openapi.yaml are checked against these by
 /// `WireLimitsTests`.
-public enum WireLimits {
+package enum WireLimits {
     /// The largest `/user/settings` request body: 1 MiB.
-    public static let settingsBodyBytes = 1 << 20
+    package static let settingsBodyBytes = 1 << 20
     /// The largest single inbox message body (`PUT`/`POST /inbox`), and of
     /// one item of a bulk: 256 KiB.
-    public static let messageBodyBytes = 256 << 10
+    package static let messageBodyBytes = 256 << 10
     /// The largest `POST /inbox:bulk` request body: 8 MiB.
-    public static let bulkBodyBytes = 8 << 20
+    package static let bulkBodyBytes = 8 << 20
     /// The most items in one bulk request.
-    public static let bulkItems = 1000
+    package static let bulkItems = 1000
     /// The `limit` a feed page may ask for.
-    public static let feedPageSizes = 1...1000
+    package static let feedPageSizes = 1...1000
     /// The page size without `limit`.
-    public static let feedPageDefault = 100
+    package static let feedPageDefault = 100
     /// The longest `X-User-Key` and `X-Device-Id`.
-    public static let userKeyLength = 128
+    package static let userKeyLength = 128
 }
 
 extension WireLimits {
     /// The `wait` a feed or settings read may ask for, in whole seconds
     /// (docs/API.md §3, §4): the longest a request is held for a change.
-    public static let waitSeconds = 1...60
+    package static let waitSeconds = 1...60
 }

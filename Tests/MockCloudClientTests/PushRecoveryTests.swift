@@ -1,5 +1,6 @@
 import Foundation
 import MockCloudClient
+import MockCloudClientTestSupport
 @testable import MockCloudSync
 import MockCloudTestSupport
 import MockCloudWire

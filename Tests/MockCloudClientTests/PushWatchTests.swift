@@ -1,5 +1,6 @@
 import Foundation
 import MockCloudClient
+import MockCloudClientTestSupport
 @testable import MockCloudSync
 import MockCloudTestSupport
 import MockCloudWire
@@ -44,11 +45,8 @@ import Testing
         let client = BoxClient(
             configuration: ClientConfiguration(
                 userKey: UserKey("u1")!, deviceID: DeviceID("mirror-1"),
-                retry: RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(2), maxRetryAfter: .seconds(60)),
-                sleep: {
-                    waits.record($0)
-                    try await Task.sleep(for: .milliseconds(1))
-                }),
+                retry: RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(2), maxRetryAfter: .seconds(60))
+            ).recording(waits, actually: .milliseconds(1)),
             transport: server)
         return Task {
             var output = Output(json: true)

@@ -95,10 +95,24 @@ import Testing
     }
 }
 
-/// The meta-variables the headers arrive in, written out once in HTTPHeader.
+/// The meta-variables the headers the service reads arrive in (the HTTP
+/// layer's, written out for speed): each is its name's RFC 3875 variable.
 @Suite struct HTTPHeaderTests {
     @Test(arguments: HTTPHeader.read)
     func eachReadHeadersVariableIsItsRFC3875Name(_ header: HTTPHeader) {
         #expect(header.variable == CGIRequest.metaVariable(forHeader: header.name))
+    }
+
+    @Test func theDerivationIsRFC3875s() {
+        #expect(CGIRequest.metaVariable(forHeader: "X-User-Key") == "HTTP_X_USER_KEY")
+        #expect(CGIRequest.metaVariable(forHeader: "if-none-match") == "HTTP_IF_NONE_MATCH")
+        #expect(HTTPHeader.etag.variable == "HTTP_ETAG")
+    }
+
+    @Test func aReadHeaderIsFoundUnderItsVariable() {
+        let request = CGIRequest(environment: ["HTTP_X_DEVICE_ID": "phone-1", "HTTP_IF_NONE_MATCH": "*"], body: [])
+        #expect(request.header(HTTPHeader.deviceID) == "phone-1")
+        #expect(request.header(HTTPHeader.ifNoneMatch) == "*")
+        #expect(request.header(HTTPHeader.userKey) == nil)
     }
 }

@@ -18,7 +18,22 @@ transport (`client-bench engine`, a SyncEngine driven a command per line):
   and from another; a process killed with -9 releases it;
 - the box away: the stack stopped under a running engine, changes handed
   over meanwhile, the stack started again: the engine sends them by
-  itself, with no restart.
+  itself, with no restart;
+- the lifecycle: close() then a new engine on the directory at once, in
+  the same process; syncUntilIdle with the box present (everything sent,
+  the feed read), away (back by its deadline, everything pending), and past
+  its deadline (cancelled, then the rest sent by the next); the network
+  hint (nothing sent while off, everything once on); a TLS server with
+  another certificate at the box's address (another network), then the
+  box: the same engine sends everything; an upload the box refused, the
+  engine killed before the app took it: the next engine shows it until
+  the app takes it;
+- a kill at every step (over one transport): the engine run under strace,
+  killed (SIGKILL injected) at its Nth system call on the state directory
+  (a write, a sync, a truncation, a rename, an open) for N = 1, 2, ...
+  until a run ends unkilled, through enqueue, editSettings, run and a
+  compaction: each time the engine opens again, sends what is left, and
+  the box holds everything acknowledged.
 
 Python 3 standard library only.
 """
@@ -26,6 +41,8 @@ import json
 import os
 import random
 import signal
+import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -102,7 +119,7 @@ class Engine:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             pending = self.pending()
-            if pending == {"uploads": 0, "settings": 0}:
+            if pending and pending.get("uploads") == 0 and pending.get("settings") == 0:
                 return True
             if pending is None:
                 return False
@@ -383,7 +400,7 @@ def state_directory_checks(checks, lib, box, t, work):
     with open(journal, "rb") as f:
         after = f.read()
     checks.check(f"{t}: a damaged state file stops the engine with an error naming it; nothing is sent, the file is left as it was",
-                 [] if code == 1 and error.get("kind") == "local" and f"the sync state file {journal} is damaged at record 3" in error.get("error", "")
+                 [] if code == 1 and error.get("kind") == "stateDamaged" and f"the sync state file {journal} is damaged at record 3" in error.get("error", "")
                  and "Nothing was sent" in error.get("error", "") and after == bytes(damaged) and box.truth(key) == {}
                  else [f"exit {code}: {error} {engine.stderr()}", f"file unchanged {after == bytes(damaged)}, box {len(box.truth(key))}"])
 
@@ -407,7 +424,8 @@ def state_directory_checks(checks, lib, box, t, work):
                  "naming the directory; kill -9 of the holder releases it",
                  [] if second.get("second") == "refused" and f"the sync state directory {where} is in use by another SyncEngine in this process"
                  in second.get("error", "") and other_code == 1 and f"the sync state directory {where} is in use by another process"
-                 in other_error.get("error", "") and reopened == {"uploads": 0, "settings": 0}
+                 in other_error.get("error", "") and other_error.get("kind") == "stateInUse"
+                 and reopened == {"uploads": 0, "settings": 0, "refused": []}
                  else [f"in process: {second}", f"another process: exit {other_code} {other_error} {other.stderr()}",
                        f"after the kill: {reopened} {after.stderr()}"])
 
@@ -441,8 +459,283 @@ def box_away(checks, lib, box, t, work):
                        f"alive {alive}; box {len(truth)} messages, settings {status} {document}", str(engine.seen()[-4:])])
 
 
+def answer(engine, key, timeout=120):
+    """The engine's next line holding `key`, after those seen so far."""
+    before = len(engine.seen())
+    engine.until(lambda: any(key in line for line in engine.seen()[before:]), timeout)
+    return next((line for line in engine.seen()[before:] if key in line), None)
+
+
+def close_then_reopen(checks, lib, box, t, work):
+    """close() under a running engine with a queue, then a new engine on the
+    directory at once, in the same process: accepted, it sends the rest."""
+    key = f"engine-reopen-{t}"
+    state, store = os.path.join(work, f"engine-reopen-{t}"), os.path.join(work, f"engine-reopen-{t}.store")
+    engine = Engine(lib, box, key, state, store, run=True)
+    engine.send(*[f'put r-{n} 1 {{"n": {n}, "pad": "{"p" * 2000}"}}' for n in range(200)])
+    engine.until(lambda: len(engine.acks()) == 200, 60)
+    engine.send("reopen")
+    reopened = answer(engine, "reopened")
+    drained = engine.drained(120)
+    truth = box.truth(key)
+    code = engine.close()
+    checks.check(f"{t}: close() under a running engine with 200 queued, then a new engine on its directory at once in the "
+                 "same process: accepted, and it sends the rest",
+                 [] if reopened and reopened.get("reopened") is True and drained and len(truth) == 200 and code == 0
+                 else [f"reopened {reopened}, drained {drained}, box {len(truth)}, exit {code}", engine.stderr()])
+
+
+def until_idle(checks, lib, box, away_box, t, work):
+    """syncUntilIdle: the box present, away, and past its deadline."""
+    key = f"engine-idle-{t}"
+    state, store = os.path.join(work, f"engine-idle-{t}"), os.path.join(work, f"engine-idle-{t}.store")
+    box.request("PUT", "/inbox/from-mirror", key, device="mirror-1", body={"scan": 1})
+    engine = Engine(lib, box, key, state, store, run=False)
+    engine.send(*[f'put i-{n} 1 {{"n": {n}}}' for n in range(20)], 'edit 2026-05-18T10:00:00Z {"unitSystem": "metric"}')
+    engine.until(lambda: len(engine.acks()) == 21, 60)
+    engine.send("idle 25")
+    present = answer(engine, "idle")
+    truth = box.truth(key)
+    held, _ = store_state(store)
+    status, document = box.request("GET", "/user/settings", key)
+    problems = [] if present and present.get("idle") == {"uploads": 0, "settings": 0} and len(truth) == 21 \
+        and "from-mirror" in held and document.get("unitSystem") == "metric" \
+        else [f"answer {present}, box {len(truth)}, store {sorted(held)[:3]}, settings {status} {document}"]
+
+    # Past its deadline: 3,000 samples of 2 KB and 0.3 s; the next call sends the rest.
+    samples = os.path.join(work, f"engine-idle-{t}.samples")
+    with open(samples, "w") as f:
+        for n in range(3000):
+            f.write(f'late-{n:04d} 1 {{"n": {n}, "pad": "{"p" * 2000}"}}\n')
+    engine.send(f"samples {samples}")
+    answer(engine, "count")
+    engine.send("idle 0.3")
+    late = answer(engine, "idle")
+    engine.send("idle 120")
+    rest = answer(engine, "idle", 180)
+    truth = box.truth(key)
+    engine.close()
+    if not (late and isinstance(late.get("idle"), dict) and late["idle"]["uploads"] > 0 and late["took"] <= 1.3
+            and rest and rest.get("idle") == {"uploads": 0, "settings": 0} and len(truth) == 3021):
+        problems.append(f"past its deadline: {late}; then {rest}; box {len(truth)}")
+
+    # The box away: back by its deadline, everything kept.
+    key = f"engine-idle-away-{t}"
+    state, store = os.path.join(work, f"engine-idle-away-{t}"), os.path.join(work, f"engine-idle-away-{t}.store")
+    port, data = away_box.stack.port, away_box.stack.data
+    away_box.stack.stop()
+    engine = Engine(lib, away_box, key, state, store, run=False)
+    engine.send(*[f'put a-{n} 1 {{"n": {n}}}' for n in range(5)])
+    engine.until(lambda: len(engine.acks()) == 5, 60)
+    engine.send("idle 2")
+    away = answer(engine, "idle")
+    engine.close()
+    away_box.stack.settings.update(MOCKCLOUD_PORT=str(port), MOCKCLOUD_DATA=data)
+    away_box.stack.start()
+    if not (away and away.get("idle") == {"uploads": 5, "settings": 0} and away["took"] <= 3):
+        problems.append(f"the box away: {away}")
+    checks.check(f"{t}: syncUntilIdle sends everything and reads the feed with the box present; past its deadline "
+                 f"({late and late.get('took')} s for 0.3 s) it returns with the rest pending, which the next call sends; "
+                 f"with the box away it returns by its deadline ({away and away.get('took')} s for 2 s), everything pending",
+                 problems)
+
+
+def network_hint(checks, lib, box, t, work):
+    """networkChanged(available: false): nothing sent; true: everything, at once."""
+    key = f"engine-network-{t}"
+    state, store = os.path.join(work, f"engine-network-{t}"), os.path.join(work, f"engine-network-{t}.store")
+    engine = Engine(lib, box, key, state, store, run=True)
+    engine.send("network off")
+    answer(engine, "available")
+    engine.send(*[f'put n-{n} 1 {{"n": {n}}}' for n in range(10)])
+    engine.until(lambda: len(engine.acks()) == 10, 60)
+    time.sleep(1)  # a window in which an engine that ignored the hint would have sent them
+    while_off = len(box.truth(key))
+    engine.send("network on")
+    drained = engine.drained(60)
+    truth = box.truth(key)
+    engine.close()
+    checks.check(f"{t}: the network hint: nothing is sent while the app says there is no network, everything once it is back",
+                 [] if while_off == 0 and drained and len(truth) == 10
+                 else [f"on the box while off: {while_off}; drained {drained}, box {len(truth)}", engine.stderr()])
+
+
+class Impostor:
+    """A TLS server on `port` with a certificate the box's CA did not sign
+    (another network's server at the box's address): it takes connections
+    and drops them after the handshake the client refuses."""
+
+    def __init__(self, port, cert, key):
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", port))
+        self.listener.listen(16)
+        self.handshakes = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                raw, _ = self.listener.accept()
+            except OSError:
+                return
+            self.handshakes += 1
+            try:
+                raw.settimeout(5)
+                with self.context.wrap_socket(raw, server_side=True) as conn:
+                    conn.recv(1)
+            except (OSError, ssl.SSLError):
+                pass
+            finally:
+                raw.close()
+
+    def close(self):
+        self.listener.close()
+        self.thread.join(10)
+
+
+def another_network(checks, lib, away_box, other_box, t, work):
+    """The box's address answered by a server with another certificate, then
+    by the box: the same engine, never stopped, sends everything."""
+    key = f"engine-network-away-{t}"
+    state, store = os.path.join(work, f"engine-other-{t}"), os.path.join(work, f"engine-other-{t}.store")
+    port, data = away_box.stack.port, away_box.stack.data
+    away_box.stack.stop()
+    impostor = Impostor(port, os.path.join(other_box.stack.run, "tls", "cert.pem"), os.path.join(other_box.stack.run, "tls", "key.pem"))
+    engine = Engine(lib, away_box, key, state, store, run=True)
+    engine.send(*[f'put o-{n} 1 {{"n": {n}}}' for n in range(10)])
+    engine.until(lambda: len(engine.acks()) == 10, 60)
+    untrusted = engine.until(lambda: any("not trusted" in line.get("error", "") for line in engine.events("unreachable")), 60)
+    time.sleep(1)
+    impostor.close()
+    away_box.stack.settings.update(MOCKCLOUD_PORT=str(port), MOCKCLOUD_DATA=data)
+    away_box.stack.start()
+    engine.send("sync")
+    drained = engine.drained(120)
+    alive = engine.proc.poll() is None
+    truth = away_box.truth(key)
+    stopped = engine.events("stopped") + [line for line in engine.seen() if line.get("run") == "failed"]
+    engine.close()
+    checks.check(f"{t}: another network's server at the box's address (another certificate, {impostor.handshakes} handshakes "
+                 "refused), then the box: the same engine, never stopped, sends everything",
+                 [] if untrusted and drained and alive and not stopped and len(truth) == 10
+                 else [f"untrusted {untrusted}, drained {drained}, alive {alive}, stopped {stopped}, box {len(truth)}",
+                       str(engine.seen()[-3:]), engine.stderr()])
+
+
+def refusal_survives_a_kill(checks, lib, box, t, work):
+    """An upload the box refuses (409: it holds a newer version), the engine
+    killed with -9 before the app took it: a new engine still shows it,
+    until the app takes it."""
+    key = f"engine-refusal-{t}"
+    state, store = os.path.join(work, f"engine-refusal-{t}"), os.path.join(work, f"engine-refusal-{t}.store")
+    status, _ = box.request("PUT", "/inbox/r-1", key, device="mirror-1", body={"v": 5}, headers=[("X-Sync-Version", "5")])
+    engine = Engine(lib, box, key, state, store, run=True)
+    engine.send('put r-1 1 {"v": 1}', 'put r-2 1 {"v": 1}')
+    refused = engine.until(lambda: engine.events("refused"), 60)
+    engine.kill()
+    engine = Engine(lib, box, key, state, store, run=False)
+    kept = engine.pending()
+    engine.send("take")
+    taken = answer(engine, "taken")
+    engine.close()
+    engine = Engine(lib, box, key, state, store, run=False)
+    after = engine.pending()
+    engine.close()
+    checks.check(f"{t}: an upload the box refused (409), the engine killed with -9 before the app took it: a new engine "
+                 "shows it in pending until the app takes it",
+                 [] if status == 201 and refused and kept == {"uploads": 0, "settings": 0, "refused": ["r-1"]}
+                 and taken and taken.get("taken") == 1 and after == {"uploads": 0, "settings": 0, "refused": []}
+                 else [f"PUT {status}, refused {refused}, pending after the kill {kept}, taken {taken}, then {after}"])
+
+
+# The system calls a kill is injected at: what changes the state on disk.
+STEP_CALLS = "write,pwrite64,fsync,fdatasync,ftruncate,rename,renameat,renameat2,openat,unlink,unlinkat"
+
+
+class Stepped:
+    """`lib`'s commands under strace, killed at the `n`th step call (above)
+    on the state directory or its journal. The cooperative thread pool is
+    made one thread wide (LIBDISPATCH_COOPERATIVE_POOL_STRICT), so that the
+    engine's state calls, whichever task makes them, are one thread's and
+    strace's count (per thread) is theirs."""
+
+    def __init__(self, lib, state, n):
+        self.lib, self.state, self.n = lib, os.path.realpath(state), n
+
+    def command(self, *args, **kw):
+        return ["env", "LIBDISPATCH_COOPERATIVE_POOL_STRICT=1", "strace", "-f", "-qq", "-o", "/dev/null",
+                "-P", self.state, "-P", os.path.join(self.state, "journal"), "-e", f"trace={STEP_CALLS}",
+                "-e", f"inject={STEP_CALLS}:signal=KILL:when={self.n}"] + self.lib.command(*args, **kw)
+
+
+def kill_at_every_step(checks, lib, box, t, work, most=200):
+    """enqueue, editSettings, run (acknowledgements) and a compaction, the
+    engine killed at its Nth state call for N = 1, 2, ... until a run is
+    not killed; after each kill the engine must open, send what is left,
+    and the box must hold every change acknowledged before the kill."""
+    samples = os.path.join(work, f"engine-steps-{t}.txt")
+    with open(samples, "w") as f:  # over 64 KiB: once acknowledged, the journal is compacted
+        for i in range(200):
+            f.write(f"s-{i:03d} 1 {json.dumps({'n': i, 'pad': 'x' * 350})}\n")
+    problems, kills, n = [], 0, 0
+    for n in range(1, most + 1):
+        key, state = f"engine-step-{t}-{n}", os.path.join(work, f"engine-step-{t}-{n}")
+        store = state + ".store"
+        engine = Engine(Stepped(lib, state, n), box, key, state, store, run=False)
+        engine.send("put a 1 {\"v\": 1}", "put b 1 {\"v\": 1}", f"edit {stamp(60)} {{\"unitSystem\": \"imperial\"}}",
+                    "delete b", f"samples {samples}", "run")
+        finished = engine.drained(timeout=60)
+        if finished:
+            engine.send("put c 1 {\"v\": 1}")
+            finished = engine.until(lambda: any(a.get("id") == "c" for a in engine.acks()), 30)
+            engine.until(lambda: engine.pending() == {"uploads": 0, "settings": 0, "refused": []}, 30)
+        acks = engine.acks()
+        if finished:
+            engine.close()
+            break
+        engine.kill()
+        kills += 1
+        again = Engine(lib, box, key, state, store, run=True)
+        if not again.drained(timeout=60):
+            problems.append(f"step {n}: the engine did not open or drain after the kill: {again.seen()[-2:]} {again.stderr()}")
+            again.kill()
+            continue
+        again.close()
+        truth = box.truth(key)
+
+        def acked(kind, ident):
+            return any(a.get("ack") == kind and a.get("id") == ident for a in acks)
+        changes = {"a": [(1, acked("put", "a"))], "b": [(1, acked("put", "b")), (None, acked("delete", "b"))],
+                   "c": [(1, acked("put", "c"))]}
+        for ident, handed in changes.items():
+            held = truth[ident][0] if ident in truth else None
+            if held not in allowed(handed):
+                problems.append(f"step {n}: {ident} is {held} on the box; handed over and acknowledged: {handed}")
+        if any(a.get("ack") == "samples" for a in acks) and len([i for i in truth if i.startswith("s-")]) != 200:
+            problems.append(f"step {n}: 200 samples acknowledged, the box holds {len([i for i in truth if i.startswith('s-')])}")
+        if any(a.get("ack") == "edit" for a in acks):
+            status, settings = box.request("GET", "/user/settings", key)
+            if status != 200 or settings.get("unitSystem") != "imperial":
+                problems.append(f"step {n}: the edit was acknowledged, the box's settings are {status} {settings}")
+    else:
+        problems.append(f"the engine was still killed at its {most}th state call")
+    checks.check(f"{t}: SyncEngine killed at each of its {kills} state calls in enqueue, editSettings, run and a compaction: "
+                 "it always opens again, and nothing acknowledged is lost", problems)
+
+
 def checks_for(checks, lib, box, away_box, t, work):
+    if t == "curl":
+        kill_at_every_step(checks, lib, box, t, work)
     crash_checks(checks, lib, box, t, work)
     two_phones(checks, lib, box, t, work)
     state_directory_checks(checks, lib, box, t, work)
     box_away(checks, lib, away_box, t, work)
+    close_then_reopen(checks, lib, box, t, work)
+    until_idle(checks, lib, box, away_box, t, work)
+    network_hint(checks, lib, box, t, work)
+    another_network(checks, lib, away_box, box, t, work)
+    refusal_survives_a_kill(checks, lib, box, t, work)

@@ -24,8 +24,10 @@ local CA (no -k anywhere, this suite's own reads included):
   CurlTransport and URLSessionTransport (FoundationNetworking): uploads
   and a pull through the cutting relay (retried), a 410 after compaction,
   settings 409 and 412, a certificate from another CA and one for another
-  name refused, and a request cancelled while the server holds its answer
-  (it returns before the server answers, its connection closed);
+  name refused, a request cancelled while the server holds its answer
+  (it returns before the server answers, its connection closed), and one
+  held past the transport's request timeout (it fails as unavailable, its
+  connection closed, no answer taken);
   URLSession on Linux trusts the system's store, so those runs see a
   private mount namespace whose /etc/ssl/certs holds the box's CA alone
   (`unshare -m` and a bind mount as root, `unshare -rm` otherwise); outside
@@ -229,12 +231,15 @@ class Library:
             self.stores[certificates] = directory
         return self.stores[certificates]
 
-    def command(self, command, box_url, ca, key, *args, trusting=None, namespace=True, device=None, attempts=None):
+    def command(self, command, box_url, ca, key, *args, trusting=None, namespace=True, device=None, attempts=None,
+                timeout=None):
         """`device`: its X-Device-Id (bench-1 by default); `attempts`: a
-        retry policy of that many attempts, 0.2 to 2 s apart."""
+        retry policy of that many attempts, 0.2 to 2 s apart; `timeout`:
+        the transport's request timeout, in seconds."""
         cmd = [LIBRARY, "--transport", self.transport]
         cmd += ["--device", device] if device else []
         cmd += ["--attempts", str(attempts)] if attempts else []
+        cmd += ["--timeout", str(timeout)] if timeout else []
         cmd += [command, box_url, ca, key, *args]
         if self.transport == "urlsession" and namespace:
             unshare = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-r", "-m"]
@@ -413,6 +418,23 @@ def library_cancel(checks, lib, box):
                                         f"closed by the client {closed}, answered {answered}"])
 
 
+def library_timeout(checks, lib, box):
+    """The server holds its answer past the transport's request timeout
+    (1 s; it would answer after 60): the request fails as a connection
+    failure, the transport closes its connection, and no answer is taken."""
+    holder = HoldingServer(os.path.join(box.stack.run, "tls", "cert.pem"), os.path.join(box.stack.run, "tls", "key.pem"))
+    try:
+        status, result, err = lib.run("settings-get", holder.url, box.ca, "u1", attempts=1, timeout=1)
+        closed = holder.closed_by_client.wait(10)
+        answered = holder.answered
+    finally:
+        holder.close()
+    checks.check(f"{lib.transport}: a request the server holds past the request timeout fails as unavailable, "
+                 "its connection closed, no answer taken",
+                 [] if status == 1 and result.get("kind") == "unavailable" and closed and not answered
+                 else [f"exit {status}: {result} {err}; closed by the client {closed}, answered {answered}"])
+
+
 def transport_checks(checks, work, box, compacting, transport):
     """The library over one transport against the real stacks."""
     if not os.access(LIBRARY, os.X_OK):
@@ -425,6 +447,7 @@ def transport_checks(checks, work, box, compacting, transport):
     waiting.library_checks(checks, lib, box, transport)  # follows with waits (Tests/client/waiting.py)
     library_engine(checks, lib, work, box, transport)
     library_cancel(checks, lib, box)
+    library_timeout(checks, lib, box)
 
 
 def library_engine(checks, lib, work, box, transport):

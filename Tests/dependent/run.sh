@@ -4,8 +4,9 @@
 # file's version in a temporary folder; a new package depends on it with
 # `.package(url: "file://…", from: VERSION)` and builds and runs a program that uses the MockCloudClient
 # product. SwiftPM refuses a versioned dependency whose product closure has
-# unsafe flags, so this fails the moment one creeps in. Prints `N passed, M
-# failed` last.
+# unsafe flags, so this fails the moment one creeps in. Then what the app
+# can name: the wire types it uses come with MockCloudClient, the server's
+# (QueryParameters) do not. Prints `N passed, M failed` last.
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$REPO/Tests/support/cases.sh"
@@ -68,6 +69,31 @@ if [[ -x "$WORK/app/.build/debug/app" ]]; then
     [[ "$out" == "ok nm-1-weight {\"kg\": 70.1, \"fat\": 0.182} "* ]] || fail "it printed: $out"
 else
     fail "no program was built"
+fi
+
+it "the app sees the wire types it uses through MockCloudClient, and none of the server's"
+# Two sources type-checked against the modules the dependent build made:
+# one that names what an app names (it must check, or the next would prove
+# nothing), one that names a server-side wire type (it must not).
+modules="$(cd "$WORK/app" && swift build --show-bin-path 2>/dev/null)/Modules"
+typecheck() {
+    swiftc -typecheck -I "$modules" -I "$WORK/mockcloud/Sources/CCurl" -I "$WORK/mockcloud/Sources/COpenSSL" "$1" >"$WORK/typecheck.out" 2>&1
+}
+cat >"$WORK/uses.swift" <<'SWIFT'
+import MockCloudClient
+let names: (UserKey?, DeviceID?, MessageID?, Anchor?, JSONText?, Envelope?, FeedPage?, Deletion?, CatchUp.Reason) =
+    (UserKey("u1"), DeviceID("d"), MessageID("m"), .beginning, nil, nil, nil, nil, .compacted)
+SWIFT
+cat >"$WORK/server.swift" <<'SWIFT'
+import MockCloudClient
+let parameter = QueryParameters.wait
+SWIFT
+if ! typecheck "$WORK/uses.swift"; then
+    fail "an app's use of the wire types does not check: $(grep -m3 error "$WORK/typecheck.out")"
+elif typecheck "$WORK/server.swift"; then
+    fail "an app can name QueryParameters, a server-side wire type"
+elif ! grep -q "cannot find 'QueryParameters' in scope" "$WORK/typecheck.out"; then
+    fail "the server-side type was refused for another reason: $(grep -m3 error "$WORK/typecheck.out")"
 fi
 
 summary

@@ -1,4 +1,4 @@
-import MockCloudSystem
+import Foundation
 
 /// A file this repository should have is missing.
 package struct MissingRepositoryFile: Error, CustomStringConvertible {
@@ -11,6 +11,8 @@ package struct MissingRepositoryFile: Error, CustomStringConvertible {
 package func repositoryFile(_ relative: String) throws -> String {
     var path = #filePath
     for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
-    guard let bytes = try Sys.readFile(path + "/" + relative) else { throw MissingRepositoryFile(relative: relative) }
-    return String(decoding: bytes, as: UTF8.self)
+    guard let data = FileManager.default.contents(atPath: path + "/" + relative) else {
+        throw MissingRepositoryFile(relative: relative)
+    }
+    return String(decoding: data, as: UTF8.self)
 }

@@ -1,30 +1,41 @@
 import Foundation
-import Glibc
-import MockCloudSystem
 
-/// A fresh directory from `mkdtemp(3)` under the system's temporary folder,
+/// A fresh directory (owner-only) under the system's temporary folder,
 /// removed with everything in it when the test lets go of it: the one
-/// temporary-directory helper of every Swift test target.
+/// temporary-directory helper of every Swift test target. Foundation only,
+/// so that the client's tests that use it run on a Mac as on Linux.
 package final class TemporaryDirectory {
     /// Absolute path, without a trailing slash.
     package let path: String
 
     /// - Parameter prefix: the start of the folder's name, for whoever finds one left behind.
     package init(prefix: String = "mockcloud-test") throws {
-        var template = Array((NSTemporaryDirectory() + "/\(prefix)-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw SystemError("mkdtemp", errno: errno)
+        let base = NSTemporaryDirectory().hasSuffix("/") ? String(NSTemporaryDirectory().dropLast()) : NSTemporaryDirectory()
+        // A new name each try; createDirectory refuses one that exists, as mkdtemp(3) does.
+        var attempt = 0
+        while true {
+            let candidate = base + "/\(prefix)-" + UUID().uuidString.prefix(8)
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: candidate, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+                path = candidate
+                return
+            } catch where attempt < 8 && FileManager.default.fileExists(atPath: candidate) {
+                attempt += 1
+            }
         }
-        path = String(cString: made)
     }
 
     deinit {
         // Restore write permission first, in case a test took it away.
-        if let walker = FileManager.default.enumerator(atPath: path) {
-            for case let entry as String in walker { chmod(path + "/" + entry, 0o700) }
+        let manager = FileManager.default
+        if let walker = manager.enumerator(atPath: path) {
+            for case let entry as String in walker {
+                try? manager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path + "/" + entry)
+            }
         }
-        chmod(path, 0o700)
-        try? FileManager.default.removeItem(atPath: path)
+        try? manager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
+        try? manager.removeItem(atPath: path)
     }
 
     /// `path + "/" + relative`.
@@ -59,9 +70,8 @@ package final class TemporaryDirectory {
     }
 
     /// The permission bits of a file or folder (`st_mode & 0o7777`).
-    package func mode(of relative: String) -> mode_t? {
-        var info = stat()
-        guard stat(relative.isEmpty ? path : file(relative), &info) == 0 else { return nil }
-        return info.st_mode & 0o7777
+    package func mode(of relative: String) -> Int? {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: relative.isEmpty ? path : file(relative))
+        return (attributes?[.posixPermissions] as? NSNumber)?.intValue
     }
 }

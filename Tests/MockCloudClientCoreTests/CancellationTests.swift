@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudClientTestSupport
 import Testing
 
 /// A cancelled task stops retrying at once and throws `CancellationError`.

@@ -1,7 +1,8 @@
 import Foundation
 import MockCloudClient
+import MockCloudClientTestSupport
 import MockCloudJSON
-import MockCloudTestSupport
+import MockCloudPortableTestSupport
 import Testing
 
 /// A box for the engine: bulk writes and settings merges answered by the
@@ -12,20 +13,37 @@ actor FakeBox: HTTPTransport {
     private let bulk: Answer
     private let merge: Answer
     private let feed: String
+    private let settings: String?
     private(set) var requests: [TransportRequest] = []
     private var writes = 0
+    /// Requests under way now, and those that ended cancelled.
+    private(set) var inFlight = 0, cancelled = 0
 
     init(
         bulk: @escaping Answer = { request, _ in FakeServer.storeAll(request) }, merge: @escaping Answer = FakeBox.merged,
-        feed: String = page([], anchor: "aa.0.0", hasMore: false)
+        feed: String = page([], anchor: "aa.0.0", hasMore: false), settings: String? = nil
     ) {
         self.bulk = bulk
         self.merge = merge
         self.feed = feed
+        self.settings = settings
     }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         requests.append(request)
+        inFlight += 1
+        defer { inFlight -= 1 }
+        do {
+            let response = try await answer(request)
+            try Task.checkCancellation()
+            return response
+        } catch is CancellationError {
+            cancelled += 1
+            throw CancellationError()
+        }
+    }
+
+    private func answer(_ request: TransportRequest) async throws -> TransportResponse {
         if request.target.contains("wait=") {
             try await Task.sleep(for: .seconds(3600))
             throw TransportError.connection("held for an hour")
@@ -33,6 +51,8 @@ actor FakeBox: HTTPTransport {
         switch (request.method, request.target) {
         case ("GET", let target) where target.hasPrefix("/inbox"):
             return try FakeServer.json(200, feed).get()
+        case ("GET", "/user/settings") where settings != nil:
+            return try FakeServer.json(200, settings!, headers: [("etag", #""s1""#)]).get()
         case ("POST", "/inbox:bulk"):
             writes += 1
             return try await bulk(request, writes).get()
@@ -42,6 +62,12 @@ actor FakeBox: HTTPTransport {
         default:
             return try FakeServer.json(404, #"{"error": "not found"}"#).get()
         }
+    }
+
+    /// An answer held until the request is cancelled.
+    static let held: Answer = { _, _ in
+        try? await Task.sleep(for: .seconds(3600))
+        return .failure(.connection("held for an hour"))
     }
 
     /// The bulk requests' items, as id (version or "deleted") strings.
@@ -85,12 +111,12 @@ func events(of engine: SyncEngine, until done: @escaping @Sendable ([SyncEngine.
     return seen
 }
 
-func engineClient(_ box: FakeBox, waits: Waits = Waits(), token: String? = nil, policy: RetryPolicy? = nil) -> BoxClient {
+func engineClient(_ box: FakeBox, waits: Waits = Waits(), token: String? = nil, policy: RetryPolicy? = nil, actually: Duration = .zero) -> BoxClient {
     BoxClient(
         configuration: ClientConfiguration(
             userKey: UserKey("u1")!, deviceID: DeviceID("phone-1"), token: token,
-            retry: policy ?? RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60)),
-            sleep: { waits.record($0) }),
+            retry: policy ?? RetryPolicy(maxAttempts: 2, initialDelay: .milliseconds(100), maxDelay: .seconds(1), maxRetryAfter: .seconds(60))
+        ).recording(waits, actually: actually),
         transport: box)
 }
 
@@ -117,7 +143,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         try await engine.enqueue([.put(id("a"), version: 1, body: body(#"{"v": 1}"#)), .put(id("b"), version: 1, body: body("{}"))])
         try await engine.enqueue([.put(id("a"), version: 2, body: body(#"{"v": 2}"#)), .delete(id("b"))])
         try await engine.enqueue([.put(id("c"), version: 5, body: body("{}")), .put(id("c"), version: 3, body: body("{}"))])
-        let pending = await engine.pending
+        let pending = try await engine.pending
         #expect(pending.uploads == [.put(id("a"), version: 2, body: body(#"{"v": 2}"#)), .delete(id("b")), .put(id("c"), version: 5, body: body("{}"))])
         let seen = await whileRunning(engine) {
             await events(of: engine) { $0.contains { $0.kind == .uploaded } }
@@ -127,7 +153,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         #expect(refused?.map(\.item) == [.put(id("c"), version: 3, body: body("{}"))] && refused?.first?.status == 409)
         #expect(refused?.first?.reason == "version 3 is older than version 5 of c, queued and not yet sent")
         #expect(seen.first { $0.kind == .uploaded }?.ids == [id("a"), id("b"), id("c")])
-        #expect(await engine.pending.isEmpty)
+        #expect(try await engine.pending.isEmpty)
     }
 
     @Test func aRefusedItemLeavesTheQueueWithItsReasonAndAFullBoxKeepsIt() async throws {
@@ -153,7 +179,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         #expect(seen.filter { $0.kind == .uploaded }.map(\.ids) == [[id("c")], [id("d")]])
         #expect(await box.sentItems == [["a v1", "b v1", "c v1", "d v1"], ["d v1"]])  // a and b never again
         #expect(waits.seconds.count == 1 && (0.05...0.1).contains(waits.seconds[0]))
-        #expect(await engine.pending.isEmpty)
+        #expect(try await engine.pending.isEmpty)
     }
 
     @Test func theBoxAwayIsWaitedOutWithCappedJitteredBackoffAndResumedByItself() async throws {
@@ -174,7 +200,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         #expect(Set(backoffs).count > 1)
         #expect(seen.map(\.kind).suffix(2) == [.reachable, .uploaded])
         #expect(await box.sentItems.count == 17)
-        #expect(await engine.pending.isEmpty)
+        #expect(try await engine.pending.isEmpty)
     }
 
     @Test func syncNowCutsALongBackoffShort() async throws {
@@ -205,7 +231,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         try await engine.editSettings(body(#"{"weightCalibrationFactor": 0.999}"#), at: t1)
         try await engine.editSettings(body(#"{"unitSystem": "imperial"}"#), at: t2)
         try await engine.editSettings(body(#"{"weightCalibrationFactor": 1.0, "heightCm": null}"#), at: t0)
-        #expect(await engine.pending.settingsMembers == ["weightCalibrationFactor": t1, "unitSystem": t2, "heightCm": t0])
+        #expect(try await engine.pending.settingsMembers == ["weightCalibrationFactor": t1, "unitSystem": t2, "heightCm": t0])
         await #expect(throws: ClientError.invalidArgument("the settings edit holds updatedAt, which is the box's: pass the time of the edit as `at`")) {
             try await engine.editSettings(body(#"{"updatedAt": "2026-05-18T10:00:00Z"}"#), at: t0)
         }
@@ -218,7 +244,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
                            #"{"unitSystem": "imperial", "updatedAt": "20260518T100500.000000Z"}"#])
         #expect(await box.merges.allSatisfy { $0.headers.contains { $0 == ("X-Merge", "fields") } })
         #expect(seen.filter { $0.kind == .settingsMerged }.map(\.members) == [["heightCm"], ["weightCalibrationFactor"], ["unitSystem"]])
-        #expect(await engine.pending.isEmpty)
+        #expect(try await engine.pending.isEmpty)
     }
 
     @Test func aRefusedSettingsEditLeavesTheQueueAndARefusedTokenEndsTheRun() async throws {
@@ -230,10 +256,10 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         try await engine.editSettings(body(#"{"notes": "long"}"#), at: Date(timeIntervalSince1970: 1_779_098_400))
         let seen = await whileRunning(engine) { await events(of: engine) { $0.contains { $0.kind == .settingsRefused } } }
         #expect(seen.first { $0.kind == .settingsRefused }?.error == .refused(status: 413, error: "request body too large"))
-        #expect(await engine.pending.isEmpty)
+        #expect(try await engine.pending.isEmpty)
         try await engine.editSettings(body(#"{"unitSystem": "metric"}"#), at: Date(timeIntervalSince1970: 1_779_098_460))
         await #expect(throws: ClientError.refused(status: 403, error: "bearer token not accepted")) { try await engine.run() }
-        #expect(await engine.pending.settingsMembers.keys.sorted() == ["unitSystem"])  // kept for a run with a good token
+        #expect(try await engine.pending.settingsMembers.keys.sorted() == ["unitSystem"])  // kept for a run with a good token
     }
 
     @Test func enqueueDuringASendReturnsWithoutWaitingForIt() async throws {
@@ -248,13 +274,13 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         let seen = try await whileRunning(engine) { () async throws -> [SyncEngine.Event] in
             while await box.sentItems.isEmpty { await Task.yield() }
             try await engine.enqueue([.put(id("a"), version: 2, body: body("{}")), .put(id("b"), body: body("{}"))])  // the send is held
-            #expect(await engine.pending.uploads.map(\.id) == [id("a"), id("b")])
+            #expect(try await engine.pending.uploads.map(\.id) == [id("a"), id("b")])
             opener.yield()
             return await events(of: engine) { $0.filter { $0.kind == .uploaded }.count == 2 }
         }
         #expect(await box.sentItems == [["a v1"], ["a v2", "b v0"]])
         #expect(seen.filter { $0.kind == .uploaded }.map(\.ids) == [[id("a")], [id("a"), id("b")]])
-        #expect(await engine.pending.isEmpty)
+        #expect(try await engine.pending.isEmpty)
     }
 
     @Test func theFeedIsFollowedIntoTheStoreWithItsAnchor() async throws {
@@ -279,7 +305,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
             try await engine.editSettings(body(#"{"unitSystem": "imperial"}"#), at: Date(timeIntervalSince1970: 1_779_098_460))
         }
         let reopened = try SyncEngine(client: engineClient(FakeBox()), stateDirectory: state, store: AppStore(anchor: nil))
-        let pending = await reopened.pending
+        let pending = try await reopened.pending
         #expect(pending.uploads == [.put(id("a"), version: 3, body: body(#"{"kg": 70.1}"#)), .delete(id("b"))])
         #expect(pending.settingsMembers == ["unitSystem": Date(timeIntervalSince1970: 1_779_098_460)])
         #expect(directory.entries("state") == ["journal", "lock"])
@@ -293,7 +319,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         let directory = try TemporaryDirectory()
         let state = URL(fileURLWithPath: directory.file("state"))
         var first: SyncEngine? = try SyncEngine(client: engineClient(FakeBox()), stateDirectory: state, store: AppStore(anchor: nil))
-        #expect(throws: ClientError.local(
+        #expect(throws: ClientError.stateInUse(
             "the sync state directory \(first!.stateDirectory.path) is in use by another SyncEngine in this process: use that engine"
                 + " (one per directory), or let it go before making another")) {
             try SyncEngine(client: engineClient(FakeBox()), stateDirectory: state, store: AppStore(anchor: nil))
@@ -317,7 +343,7 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         bytes[second + 30] ^= 0x01
         try directory.write(bytes, to: "state/journal")
         let box = FakeBox()
-        #expect(throws: ClientError.local(
+        #expect(throws: ClientError.stateDamaged(
             "the sync state file \(journal) is damaged at record 3 (byte \(second)): its checksum does not match, or it is not a record"
                 + " this version writes. Nothing was sent and the file is as it was. Restore it from a backup, or move it aside to start"
                 + " with nothing pending (what it held is then not sent)")) {
@@ -337,10 +363,10 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         let whole = directory.bytes(of: "state/journal")!
         try directory.write(whole + Array(#"0123456789abcdef {"enqueue": [{"n": 2, "id": "torn""#.utf8), to: "state/journal")
         let engine = try SyncEngine(client: engineClient(FakeBox()), stateDirectory: state, store: AppStore(anchor: nil))
-        #expect(await engine.pending.uploads.map(\.id) == [id("kept")])
+        #expect(try await engine.pending.uploads.map(\.id) == [id("kept")])
         #expect(directory.bytes(of: "state/journal")?.last == UInt8(ascii: "\n"))
         try await engine.enqueue([.put(id("next"), body: body("{}"))])
-        #expect(await engine.pending.uploads.map(\.id) == [id("kept"), id("next")])
+        #expect(try await engine.pending.uploads.map(\.id) == [id("kept"), id("next")])
     }
 
     @Test func theJournalIsRewrittenOnceWhatItHeldWasAcknowledged() async throws {

@@ -1,4 +1,6 @@
 import MockCloudClient
+import MockCloudClientTestSupport
+import MockCloudPortableTestSupport
 import MockCloudWire
 import Testing
 
@@ -40,7 +42,7 @@ import Testing
     }
 
     @Test func aFileAnchorStoreKeepsTheAnchorAndForgetsIt() throws {
-        let directory = try TemporaryDirectoryPath()
+        let directory = try TemporaryDirectory()
         let store = FileAnchorStore(directory: directory.path)
         #expect(try store.load() == nil)
         try store.save(Anchor("9f2c4e1a7b3d5c60.0.21"))

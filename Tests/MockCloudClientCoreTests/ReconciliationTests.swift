@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudClientTestSupport
 import Testing
 
 /// The app's launch reconciliation, one test per case it reports.

@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudClientTestSupport
 import Testing
 
 /// An app's store: what it holds and the anchor saved with it.

@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudClientTestSupport
 import MockCloudWire
 import Testing
 

@@ -1,4 +1,4 @@
-import MockCloudTestSupport
+import MockCloudPortableTestSupport
 import Testing
 
 /// The sync guide's examples (docs/SYNC.md: "An app's sync at launch" and

@@ -1,5 +1,5 @@
-import Glibc
 import MockCloudClient
+import MockCloudPortableTestSupport
 import MockCloudWire
 import Testing
 
@@ -27,21 +27,13 @@ import Testing
     }
 
     @Test func aCAFileIsCheckedAgainstItsFingerprint() throws {
-        let directory = try TemporaryDirectoryPath()
+        let directory = try TemporaryDirectory()
         let pem = "-----BEGIN CERTIFICATE-----\nAAECAw==\n-----END CERTIFICATE-----\n"
-        try pem.write(to: directory.file("ca.crt"))
+        try directory.write(pem, to: "ca.crt")
         // SHA-256 of the bytes 00 01 02 03.
         let digest = "054edec1d0211f624fed0cbca9d4f9400b0e491c43742af2c5b0abebf0c990d8"
         #expect(try TrustAnchor(caFile: directory.file("ca.crt"), expectedSHA256: digest.uppercased()).sha256 == digest)
         #expect(throws: ClientError.self) { try TrustAnchor(caFile: directory.file("ca.crt"), expectedSHA256: "00") }
         #expect(throws: ClientError.self) { try TrustAnchor(caFile: directory.file("missing.crt")) }
-    }
-}
-
-extension String {
-    func write(to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        defer { close(fd) }
-        _ = Array(utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 }

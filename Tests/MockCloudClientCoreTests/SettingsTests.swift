@@ -1,9 +1,7 @@
 import MockCloudClient
-import MockCloudTestSupport
+import MockCloudClientTestSupport
+import MockCloudPortableTestSupport
 import Testing
-
-/// The one temporary-directory helper, by another name here.
-typealias TemporaryDirectoryPath = TemporaryDirectory
 
 @Suite struct SettingsTests {
     @Test func a409HandsBackTheServersCurrentDocumentAndItsTag() async throws {

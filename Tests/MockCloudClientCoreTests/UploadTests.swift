@@ -1,5 +1,6 @@
 import MockCloudClient
 import MockCloudWire
+import MockCloudClientTestSupport
 import Testing
 
 @Suite struct UploadTests {
