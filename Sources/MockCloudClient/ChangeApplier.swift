@@ -45,9 +45,10 @@ extension BoxClient {
     }
 
     /// `sync(into:)`'s loop; with `follow`, it keeps applying each change as
-    /// it commits until the task is cancelled (`SyncEngine`). `afterEach`
-    /// sees each page once it is applied, with the summary so far.
-    func apply(
+    /// it commits until the task is cancelled (`SyncEngine`, `pull
+    /// --follow`). `afterEach` sees each page once it is applied, with the
+    /// summary so far.
+    package func apply(
         into applier: some ChangeApplier, excludingOwnWrites: Bool, follow: Bool,
         afterEach: (_ page: ChangePage, _ summary: SyncSummary) async throws -> Void
     ) async throws -> SyncSummary {

@@ -539,14 +539,9 @@ public actor SyncEngine {
     /// uploads the box could not take now (507), to send again after a
     /// backoff.
     private nonisolated func send(_ uploads: [SyncQueue.Upload]) async throws -> (ids: [MessageID], error: ClientError)? {
-        var recorded = [Bool](repeating: false, count: uploads.count)
         let outcomes = try await client.upload(uploads.map(\.item)) { range, outcomes in
             try await acknowledge(Array(uploads[range]), Array(outcomes))
-            for index in range { recorded[index] = true }
         }
-        // Items refused before sending (a body over the limit) outside every request's range.
-        let rest = outcomes.indices.filter { !recorded[$0] }
-        if !rest.isEmpty { try await acknowledge(rest.map { uploads[$0] }, rest.map { outcomes[$0] }) }
         var deferred: [MessageID] = []
         var reason: ClientError?
         for (upload, outcome) in zip(uploads, outcomes) {

@@ -99,9 +99,12 @@ extension BoxClient {
     /// as a whole after every retry; the items of requests already answered
     /// are durable on the server and were reported to `afterEach`.
     ///
-    /// - Parameter afterEach: called after each request's answer with the
-    ///   range of `items` it carried and their outcomes: the place to record
-    ///   progress durably.
+    /// - Parameter afterEach: called after each request's answer with a
+    ///   range of `items` and their outcomes: the place to record progress
+    ///   durably. The ranges cover every item once: an item refused before
+    ///   sending (a body over `maxItemBodyBytes`: 413) is reported with the
+    ///   request beside it, or, when nothing is sent at all, in one call
+    ///   before `upload` returns.
     public func upload(
         _ items: [UploadItem],
         afterEach: (_ range: Range<Int>, _ outcomes: ArraySlice<UploadOutcome>) async throws -> Void = { _, _ in }
@@ -109,7 +112,11 @@ extension BoxClient {
         var outcomes = [UploadOutcome?](repeating: nil, count: items.count)
         let limits = configuration.limits
         let frame = BulkRequest.opening.count + BulkRequest.closing.count, separator = BulkRequest.separator.count
+        // Each request's items, and the range of items its answer reports:
+        // the ranges follow each other, so items refused here are reported
+        // with the request beside them.
         var batches: [[Int]] = []
+        var ranges: [Range<Int>] = []
         var batch: [Int] = []
         var size = frame
         for (index, item) in items.enumerated() {
@@ -121,13 +128,20 @@ extension BoxClient {
             let encoded = BulkRequest.encode(item.wire).count
             if batch.count == limits.maxItems || (!batch.isEmpty && size + separator + encoded > limits.maxRequestBytes) {
                 batches.append(batch)
+                ranges.append((ranges.last?.upperBound ?? 0)..<index)
                 batch = []
                 size = frame
             }
             size += encoded + (batch.isEmpty ? 0 : separator)
             batch.append(index)
         }
-        if !batch.isEmpty { batches.append(batch) }
+        if !batch.isEmpty {
+            batches.append(batch)
+            ranges.append((ranges.last?.upperBound ?? 0)..<items.count)
+        } else if !items.isEmpty {
+            // Nothing to send: every item was refused here.
+            try await afterEach(0..<items.count, ArraySlice(outcomes.map { $0! }))
+        }
 
         /// The request body of batch `k`, made when it is sent.
         func body(_ k: Int) -> [UInt8] { BulkRequest.body(batches[k].map { BulkRequest.encode(items[$0].wire) }) }
@@ -141,8 +155,7 @@ extension BoxClient {
                 guard let (k, results) = try await group.next() else { return }
                 inFlight[k] = nil
                 for (index, result) in zip(batches[k], results) { outcomes[index] = result }
-                let range = batches[k].first!..<(batches[k].last! + 1)
-                try await afterEach(range, ArraySlice(range.map { outcomes[$0]! }))
+                try await afterEach(ranges[k], ArraySlice(ranges[k].map { outcomes[$0]! }))
             }
             for k in batches.indices {
                 let ids = batches[k].map { items[$0].id }

@@ -76,3 +76,42 @@ struct Folder {
         }
     }
 }
+
+/// An exclusive `flock` on a folder itself (no lock file), held while the
+/// object lives and dropped by the kernel when the process ends, a kill
+/// included: one push per folder, so that two never write one ack log.
+final class FolderLock {
+    private let fd: FileDescriptor
+
+    /// Takes the lock without waiting; throws `FolderBusy` when another
+    /// process holds it.
+    init(_ path: String) throws {
+        do {
+            fd = try Sys.open(path, .readOnly | .directory)
+        } catch let error as SystemError {
+            throw ClientError.local("cannot read the folder \(path): \(error.errno)")
+        }
+        let taken: Bool
+        do {
+            taken = try Sys.tryLock(fd, path: path)
+        } catch {
+            Sys.close(fd)
+            throw ClientError.local("cannot lock the folder \(path): \(error)")
+        }
+        guard taken else {
+            Sys.close(fd)
+            throw FolderBusy(path: path)
+        }
+    }
+
+    deinit { Sys.close(fd) }
+}
+
+/// Another push holds the folder's lock (`FolderLock`): exit 8.
+struct FolderBusy: Error, Equatable, CustomStringConvertible {
+    let path: String
+
+    var description: String {
+        "another push is running on the folder \(path) (push --watch, or its service): one push per folder, this one stops"
+    }
+}

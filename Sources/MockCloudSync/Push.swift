@@ -30,13 +30,13 @@ struct Push {
     func run(_ output: inout Output) async throws -> Int32 {
         var ledger = try PushLedger(client: client, directory: directory, deleteMissing: deleteMissing)
         let recovery = try await ledger.recover()
-        var round = try ledger.plan(.everything)
-        let count = round.items.count
-        var stored = 0
-        try await ledger.send(&round) { batch in
+        var sent = 0, stored = 0
+        var round = try await ledger.pass(.everything) { batch in
+            sent += batch.tally.sent
             stored += batch.tally.stored
-            output.progress("push: \(batch.range.upperBound)/\(count) sent, \(stored) stored")
+            output.progress("push: \(sent) sent, \(stored) stored")
         }
+        let count = round.tally.sent
         if ledger.anchorIsStale, try await !ledger.renewAnchor() {
             round.tally.problems.append(
                 "the server's inbox was replaced during this push (a restore?): run it again to send everything again")
@@ -91,15 +91,16 @@ struct PushRound {
     var files = 0
     /// Files whose version and body the box had acknowledged already.
     var unchanged = 0
+    /// What is to be sent next (a pass's chunk).
     var items: [UploadItem] = []
     /// The SHA-256 of each put's compact body, for the record.
-    var digests: [MessageID: String] = [:]
+    var digests: [MessageID: Digest] = [:]
     var tally = PushTally()
 }
 
 /// One bulk request of a pass, as `PushLedger.send` recorded it.
 struct PushBatch {
-    /// The items it carried, as positions in the pass's items.
+    /// The items it carried, as positions in the chunk's items.
     var range: Range<Int>
     var ids: [MessageID]
     var tally: PushTally

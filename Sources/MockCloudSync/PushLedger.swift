@@ -12,9 +12,10 @@ struct PushLedger {
     let folder: Folder
     let deleteMissing: Bool
     let anchors: FileAnchorStore
-    /// id → [version, SHA-256 of the compact body] the box acknowledged
-    /// (`.mockcloud-sync-pushed`).
-    private(set) var acknowledged: [MessageID: [String]]
+    /// Held while the push runs: a second push on the folder is refused.
+    let lock: FolderLock
+    /// What the box acknowledged (`.mockcloud-sync-pushed`).
+    let log: AckLog
     /// The anchor is missing, or older than writes this push made.
     private(set) var anchorIsStale: Bool
 
@@ -23,31 +24,40 @@ struct PushLedger {
         /// Every file, and (with `--delete`) every acknowledged id without one.
         case everything
         /// These file names (`<id>.json`): each one there, and each one gone.
-        case names(Set<String>)
+        /// A `quiet` one was only touched (`FolderChanges.Change.touched`):
+        /// when it does not read, it is not done yet, and no problem.
+        case names(Set<String>, quiet: Set<String> = [])
 
         static let nothing = Scope.names([])
 
         /// What a watch reported: everything after lost events.
         init(_ changes: FolderChanges) {
-            self = changes.overflowed ? .everything : .names(Set(changes.names.keys))
+            self = changes.overflowed ? .everything
+                : .names(Set(changes.names.keys), quiet: Set(changes.names.filter { $0.value == .touched }.keys))
         }
 
         mutating func merge(_ other: Scope) {
-            if case .names(let mine) = self, case .names(let theirs) = other {
-                self = .names(mine.union(theirs))
+            if case .names(let mine, let myQuiet) = self, case .names(let theirs, let theirQuiet) = other {
+                // A name reported whole by either is looked at as whole.
+                let loud = mine.subtracting(myQuiet).union(theirs.subtracting(theirQuiet))
+                self = .names(mine.union(theirs), quiet: myQuiet.union(theirQuiet).subtracting(loud))
             } else {
                 self = .everything
             }
         }
     }
 
+    /// Takes the folder's lock (`FolderBusy` when another push holds it) and
+    /// reads its record.
     init(client: BoxClient, directory: String, deleteMissing: Bool) throws {
+        lock = try FolderLock(directory)
         self.client = client
         folder = Folder(path: directory)
         self.deleteMissing = deleteMissing
         anchors = FileAnchorStore(directory: directory, name: Push.anchorName)
-        acknowledged = try folder.readState(Push.stateName)
-        anchorIsStale = try anchors.load() == nil
+        log = try AckLog(directory: directory, name: Push.stateName)
+        // The log says whether the anchor came after its last acknowledgement.
+        anchorIsStale = try anchors.load() == nil || (!log.acks.isEmpty && !log.anchored)
     }
 
     /// Asks the box, from the anchor the last push kept, whether it still
@@ -62,31 +72,92 @@ struct PushLedger {
     ///   dropped and every file is sent again (unchanged ones answer 200 and
     ///   change nothing).
     mutating func recover() async throws -> Recovery {
-        guard !acknowledged.isEmpty, case .gone(let reason) = try await client.catchUp(from: try anchors.load()) else {
+        guard !log.acks.isEmpty, case .gone(let reason) = try await client.catchUp(from: try anchors.load()) else {
             return .none
         }
         try anchors.save(nil)  // renewed by a full read
         anchorIsStale = true
         if reason == .compacted { return .reread }
-        acknowledged = [:]
-        try folder.writeState(Push.stateName, acknowledged)
+        try forgetStored()
         return .resent(reason.flatMap { AnchorGone(rawValue: $0.description) })
     }
 
-    /// What to send for `scope`: each file whose version and body the box
-    /// has not acknowledged, and (with `--delete`) each acknowledged id whose
-    /// file is gone. A file that cannot be read or holds no JSON object is a
+    /// The box may have lost what it acknowledged: every file is to be sent
+    /// again, and each deletion made again.
+    private func forgetStored() throws(ClientError) {
+        try log.replace(with: log.acks.compactMapValues { ack in
+            if case .stored = ack { return nil }
+            return .restored
+        })
+    }
+
+    /// What to send for `scope`, all at once (a pass sends it a chunk at a
+    /// time: `pass`): each file whose version and body the box has not
+    /// acknowledged, and (with `--delete`) each acknowledged id whose file
+    /// is gone. A file that cannot be read or holds no JSON object is a
     /// problem, never an item: it is looked at again when it changes.
     func plan(_ scope: Scope) throws(ClientError) -> PushRound {
         var round = PushRound()
-        let names: [String]
-        switch scope {
-        case .everything: names = try folder.jsonFiles()
-        case .names(let some): names = some.sorted()
-        }
-        var present: Set<MessageID> = []
+        let look = try Look(scope, folder)
         var gone: [MessageID] = []
-        for name in names {
+        _ = plan(look, from: 0, into: &round, gone: &gone, limit: .max)
+        planDeletions(look, gone, into: &round)
+        return round
+    }
+
+    /// Sends what `scope` holds that the box has not acknowledged, reading
+    /// the files a chunk at a time (what two bulk requests carry), so that
+    /// memory follows the chunk, not the folder; then the deletions. The
+    /// round's items are those of the last chunk; its counts are the
+    /// pass's. `afterEach` learns of each bulk request once it is recorded.
+    mutating func pass(_ scope: Scope, afterEach: (PushBatch) -> Void) async throws -> PushRound {
+        var round = PushRound()
+        let look = try Look(scope, folder)
+        let limits = client.configuration.limits, inFlight = client.configuration.uploadsInFlight
+        let chunk = Chunk(items: limits.maxItems * inFlight, bytes: limits.maxRequestBytes * inFlight)
+        var gone: [MessageID] = []
+        var next = plan(look, from: 0, into: &round, gone: &gone, limit: chunk)
+        while next < look.names.count {
+            try await send(&round, afterEach: afterEach)
+            next = plan(look, from: next, into: &round, gone: &gone, limit: chunk)
+        }
+        // The deletions go with the last chunk.
+        planDeletions(look, gone, into: &round)
+        try await send(&round, afterEach: afterEach)
+        return round
+    }
+
+    /// The names a pass looks at.
+    struct Look {
+        let names: [String]
+        /// Names only touched (`Scope.names`' `quiet`).
+        let quiet: Set<String>
+        /// Every file: an acknowledged id without one is gone.
+        let everything: Bool
+
+        init(_ scope: Scope, _ folder: Folder) throws(ClientError) {
+            switch scope {
+            case .everything: (names, quiet, everything) = (try folder.jsonFiles(), [], true)
+            case .names(let some, let touched): (names, quiet, everything) = (some.sorted(), touched, false)
+            }
+        }
+    }
+
+    /// How much a chunk of a pass reads before it is sent.
+    struct Chunk {
+        var items: Int
+        var bytes: Int
+        static let max = Chunk(items: .max, bytes: .max)
+    }
+
+    /// Reads `look.names` from `start` into `round.items` until `limit` is
+    /// reached; the index of the first name not read.
+    private func plan(_ look: Look, from start: Int, into round: inout PushRound, gone: inout [MessageID], limit: Chunk) -> Int {
+        var bytes = 0
+        var index = start
+        while index < look.names.count, round.items.count < limit.items, bytes < limit.bytes {
+            let name = look.names[index]
+            index += 1
             guard let id = MessageID(String(name.dropLast(5))) else {
                 round.tally.problems.append("\(name): the name is not a message id (^[A-Za-z0-9._:-]{1,200}$ before .json)")
                 continue
@@ -94,31 +165,41 @@ struct PushLedger {
             let body: JSONText
             let version: Int64
             do {
-                guard let bytes = try folder.readIfPresent(name) else {
+                guard let read = try folder.readIfPresent(name) else {
                     gone.append(id)
                     continue
                 }
                 round.files += 1
-                present.insert(id)
-                body = try JSONText(validating: bytes)
+                body = try JSONText(validating: read)
                 version = try body.version(member: "syncVersion") ?? 0
             } catch {
-                round.tally.problems.append("\(name): \(error)")
+                // A touched file that does not read is not whole yet: its close reports it.
+                if !look.quiet.contains(name) { round.tally.problems.append("\(name): \(error)") }
                 continue
             }
-            let digest = body.sha256
-            if acknowledged[id] == [String(version), digest] {
+            let digest = Digest(hex: body.sha256)!
+            if log.acks[id] == .stored(version: version, digest: digest) {
                 round.unchanged += 1
                 continue
             }
             round.digests[id] = digest
             round.items.append(.put(id, version: version, body: body))
+            bytes += body.bytes.count
         }
-        if scope == .everything { gone = acknowledged.keys.filter { !present.contains($0) } }
-        if deleteMissing {
-            for id in gone.sorted() where acknowledged[id] != nil { round.items.append(.delete(id)) }
+        return index
+    }
+
+    /// With `--delete`, each id gone that the box may hold becomes a
+    /// deletion: for every file, each acknowledged id without a file in the
+    /// folder; else the names looked at whose file was gone.
+    private func planDeletions(_ look: Look, _ gone: [MessageID], into round: inout PushRound) {
+        guard deleteMissing else { return }
+        var ids = gone
+        if look.everything {
+            let listed = Set(look.names.lazy.compactMap { MessageID(String($0.dropLast(5))) })
+            ids += log.acks.keys.filter { !listed.contains($0) }
         }
-        return round
+        for id in Set(ids).sorted() where log.acks[id].map(Self.mayBeHeld) == true { round.items.append(.delete(id)) }
     }
 
     /// Sends the round's items as bulk requests and records each item the
@@ -129,33 +210,35 @@ struct PushLedger {
     mutating func send(_ round: inout PushRound, afterEach: (PushBatch) -> Void) async throws {
         let items = round.items
         guard !items.isEmpty else { return }
+        defer {
+            round.items = []
+            round.digests = [:]
+        }
         anchorIsStale = true
-        var reported = Set<Int>()
-        let outcomes = try await client.upload(items) { range, outcomes in
-            reported.formUnion(range)
+        _ = try await client.upload(items) { range, outcomes in
             var batch = PushBatch(range: range, ids: items[range].map(\.id), tally: PushTally(sent: range.count))
+            var acks: [(MessageID, AckLog.Ack)] = []
             for (item, outcome) in zip(items[range], outcomes) {
-                record(item, outcome, digest: round.digests[item.id], in: &batch.tally)
+                if let ack = Self.ack(item, outcome, digest: round.digests[item.id], in: &batch.tally) { acks.append((item.id, ack)) }
             }
-            try folder.writeState(Push.stateName, acknowledged)
+            try log.record(acks)
             round.tally.add(batch.tally)
             afterEach(batch)
         }
-        // Items refused before sending (too large), in no request.
-        for (index, outcome) in outcomes.enumerated() where !reported.contains(index) {
-            record(items[index], outcome, digest: nil, in: &round.tally)
-        }
     }
 
-    /// One item's outcome, into the record and `tally`.
-    private mutating func record(_ item: UploadItem, _ outcome: UploadOutcome, digest: String?, in tally: inout PushTally) {
+    /// True when the box may hold the id: a file removed since is deleted (`--delete`).
+    private static func mayBeHeld(_ ack: AckLog.Ack) -> Bool { ack != .deleted }
+
+    /// One item's outcome into `tally`; what the log is to record of it.
+    private static func ack(_ item: UploadItem, _ outcome: UploadOutcome, digest: Digest?, in tally: inout PushTally) -> AckLog.Ack? {
         switch (item.change, outcome) {
         case (.put(let version, _), .stored):
-            acknowledged[item.id] = [String(version), digest ?? ""]
             tally.stored += 1
+            return digest.map { AckLog.Ack.stored(version: version, digest: $0) }
         case (.delete, .deleted):
-            acknowledged[item.id] = nil
             tally.deleted += 1
+            return .deleted
         case (_, .conflict(let current)):
             tally.conflicts += 1
             tally.problems.append("\(item.id).json: the server holds version \(current.version), newer than this file's")
@@ -164,6 +247,7 @@ struct PushLedger {
         default:
             break
         }
+        return nil
     }
 
     /// Keeps where the feed ends now, after this push's writes, so that the
@@ -179,11 +263,11 @@ struct PushLedger {
             guard case .end(let anchor) = try await client.catchUp(from: nil) else { return true }
             try anchors.save(anchor)
         case .gone:
-            acknowledged = [:]
-            try folder.writeState(Push.stateName, acknowledged)
+            try forgetStored()
             try anchors.save(nil)
             return false
         }
+        try log.markAnchored()
         anchorIsStale = false
         return true
     }

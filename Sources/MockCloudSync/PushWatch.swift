@@ -55,12 +55,15 @@ struct PushWatch {
             while true {
                 var changes = progress.pending == .nothing ? try await events.next() : FolderChanges()
                 changes.merge(try events.take())
-                if let reason = changes.folderGone {
-                    throw ClientError.local("the watched folder \(directory) is gone (\(reason)): push --watch stops; "
-                        + "make the folder again (its record went with it: every file is sent again) and start it again")
-                }
+                if let reason = changes.folderGone { throw gone(reason) }
                 progress.pending.merge(PushLedger.Scope(changes))
-                try await round(&ledger, &progress, events, &output)
+                do {
+                    try await round(&ledger, &progress, events, &output)
+                } catch is ClientError where !Sys.exists(directory) {
+                    // A write into the folder failed as it went: its event says how.
+                    while changes.folderGone == nil { changes.merge(try await events.next()) }
+                    throw gone(changes.folderGone!)
+                }
             }
         } catch is CancellationError {
             let tally = progress.tally
@@ -72,6 +75,12 @@ struct PushWatch {
                  ("conflicts", .int(tally.conflicts)), ("refused", .int(tally.refused))])
             return SyncCommand.done
         }
+    }
+
+    /// The error that ends the watch when its folder is gone, and why.
+    func gone(_ reason: String) -> ClientError {
+        .local("the watched folder \(directory) is gone (\(reason)): push --watch stops; "
+            + "make the folder again (its record went with it: every file is sent again) and start it again")
     }
 
     /// Sends what is pending; the box away, waits the backoff instead and
@@ -86,8 +95,7 @@ struct PushWatch {
                 if recovery.resent { scope = .everything }
                 if let sentence = recovery.sentence { output.error("push --watch: " + sentence) }
             }
-            var round = try ledger.plan(scope)
-            try await ledger.send(&round) { batch in
+            let round = try await ledger.pass(scope) { batch in
                 progress.requests += 1
                 Self.show(batch, &output)
             }

@@ -24,6 +24,9 @@ public enum SyncCommand {
     static let refused: Int32 = 6
     /// 7: an answer the client did not understand.
     static let badAnswer: Int32 = 7
+    /// 8: another push is running on the folder (it holds the folder's
+    /// lock): nothing was done.
+    static let busy: Int32 = 8
     /// 130: interrupted (SIGINT's conventional status); what was
     /// acknowledged is recorded, so running again resumes.
     static let interrupted: Int32 = 130
@@ -87,6 +90,10 @@ public enum SyncCommand {
             output.error(error.description)
             if options.json { output.result("", [("error", .string(error.description))]) }
             return status(for: error)
+        } catch let error as FolderBusy {
+            output.error(error.description)
+            if options.json { output.result("", [("error", .string(error.description))]) }
+            return busy
         } catch is CancellationError {
             return interrupted
         } catch {

@@ -83,7 +83,8 @@ struct SyncOptions {
                   the box kept on a merge);
                   2 usage; 3 a local file; 4 the server's certificate was not trusted;
                   5 the server was unavailable after every retry; 6 the server refused
-                  the request; 7 an answer that was not understood; 130 interrupted
+                  the request; 7 an answer that was not understood; 8 another push is
+                  running on the folder; 130 interrupted
             push --watch and pull --follow run until Ctrl-C or SIGTERM, which end them with 0.
             """)
 

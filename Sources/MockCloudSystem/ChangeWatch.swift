@@ -42,17 +42,15 @@ package struct ChangeWatch {
         var folder = Sys.parent(of: file)
         var name = Self.lastComponent(of: file)
         while true {
-            let watch = folder.withCString { inotify_add_watch(fd.rawValue, $0, Self.events | Self.flags) }
-            if watch >= 0 {
-                names[watch] = name
+            do {
+                names[try Inotify.addWatch(fd, folder, Self.events | Self.flags)] = name
                 return
+            } catch let error as SystemError
+                where [.noSuchFileOrDirectory, .notDirectory].contains(error.errno) && folder.utf8.count > root.utf8.count
+            {
+                name = Self.lastComponent(of: folder)
+                folder = Sys.parent(of: folder)
             }
-            let code = Glibc.errno
-            guard code == ENOENT || code == ENOTDIR, folder.utf8.count > root.utf8.count else {
-                throw SystemError("inotify_add_watch", path: folder, errno: code)
-            }
-            name = Self.lastComponent(of: folder)
-            folder = Sys.parent(of: folder)
         }
     }
 
@@ -76,21 +74,11 @@ package struct ChangeWatch {
         var fds = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)]
         for path in answerPaths { fds.append(pollfd(fd: path.rawValue, events: Self.peerShutDown, revents: 0)) }
         let gone = Int16(POLLERR | POLLHUP | POLLNVAL) | Self.peerShutDown
-        while true {
-            let left = deadline - Sys.monotonicNanos()
-            if left <= 0 { return .timedOut }
-            // Whole milliseconds, rounded up: never wake before the deadline.
-            let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
-            for i in fds.indices { fds[i].revents = 0 }
-            let ready = fds.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), milliseconds) }
-            if ready < 0 {
-                let code = Glibc.errno
-                if code == EINTR { continue }
-                throw SystemError("poll", errno: code)
-            }
+        while try Sys.poll(&fds, until: deadline) {
             if fds.dropFirst().contains(where: { $0.revents & gone != 0 }) { return .abandoned }
             if fds[0].revents & Int16(POLLIN) != 0, try readEvents() { return .changed }
         }
+        return .timedOut
     }
 
     /// Reads every queued event; true when one concerns a followed file.
@@ -115,6 +103,26 @@ package struct ChangeWatch {
 }
 
 extension Sys {
+    /// `poll(2)` on `fds` until one is ready or `deadline`
+    /// (`monotonicNanos`) passes, whole milliseconds rounded up so that it
+    /// never wakes before the deadline; `EINTR` waits again for what is
+    /// left. True when one is ready (their `revents` say which), false
+    /// when the deadline passed.
+    package static func poll(_ fds: inout [pollfd], until deadline: Int64) throws -> Bool {
+        while true {
+            let left = deadline - monotonicNanos()
+            if left <= 0 { return false }
+            let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
+            for i in fds.indices { fds[i].revents = 0 }
+            let ready = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), milliseconds) }
+            if ready > 0 { return true }
+            if ready < 0 {
+                let code = Glibc.errno
+                if code != EINTR { throw SystemError("poll", errno: code) }
+            }
+        }
+    }
+
     /// Nanoseconds on the monotonic clock: for deadlines, which a change of
     /// the wall clock must not move.
     package static func monotonicNanos() -> Int64 {

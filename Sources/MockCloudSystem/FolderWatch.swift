@@ -4,6 +4,10 @@ import Glibc
 /// each file the moment it is complete: closed after writing, or renamed
 /// into the folder. A file still open for writing reports nothing until it
 /// is closed, so a half-written file is never taken for a whole one.
+/// Files also arrive in ways that close nothing: a hard link (`ln`,
+/// `rsync --link-dest`) is a creation, a `chmod` that makes a file
+/// readable or a `touch` a change of attributes. Those are reported as
+/// `touched`: maybe whole, maybe a file just created for writing.
 ///
 /// Only the names `wanted` accepts are reported (a sync tool's messages,
 /// not its own state files or an editor's swap files). Events are hints:
@@ -19,18 +23,18 @@ package struct FolderWatch: Sendable {
 
     /// The entries' changes, and the folder's own end.
     private static let events = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM
-        | IN_DELETE_SELF | IN_MOVE_SELF)
+        | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
 
     /// Starts watching `path` (a folder; a symbolic link to one is followed).
     /// Throws a `SystemError` naming `inotify_add_watch` and the path when it
     /// is missing, not a folder or not readable.
     package init(_ path: String, wanted: @escaping @Sendable (String) -> Bool) throws {
         let fd = try Inotify.open()
-        let watch = path.withCString { inotify_add_watch(fd.rawValue, $0, Self.events | UInt32(IN_ONLYDIR)) }
-        if watch < 0 {
-            let code = Glibc.errno
+        do {
+            _ = try Inotify.addWatch(fd, path, Self.events | UInt32(IN_ONLYDIR))
+        } catch {
             Sys.close(fd)
-            throw SystemError("inotify_add_watch", path: path, errno: code)
+            throw error
         }
         self.fd = fd
         self.path = path
@@ -55,8 +59,9 @@ package struct FolderWatch: Sendable {
             } else if mask & UInt32(IN_ISDIR) == 0, !nameBytes.isEmpty {
                 let name = String(decoding: nameBytes, as: UTF8.self)
                 guard wanted(name) else { return }
-                // The last event of a name is what holds now.
-                changes.names[name] = mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed : .complete
+                let change: FolderChanges.Change = mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed
+                    : mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 ? .complete : .touched
+                changes.merge(FolderChanges(names: [name: change]))
             }
         }
     }
@@ -66,18 +71,9 @@ package struct FolderWatch: Sendable {
     /// Events the reader does not want do not end the wait.
     package func wait(until deadline: Int64) throws -> FolderChanges {
         var changes = FolderChanges()
-        var ready = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
-        while changes.isEmpty {
-            let left = deadline - Sys.monotonicNanos()
-            if left <= 0 { break }
-            let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
-            ready.revents = 0
-            if poll(&ready, 1, milliseconds) < 0 {
-                let code = Glibc.errno
-                if code == EINTR { continue }
-                throw SystemError("poll", errno: code)
-            }
-            if ready.revents & Int16(POLLIN) != 0 { try read(into: &changes) }
+        var ready = [pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)]
+        while changes.isEmpty, try Sys.poll(&ready, until: deadline) {
+            if ready[0].revents & Int16(POLLIN) != 0 { try read(into: &changes) }
         }
         return changes
     }
@@ -91,6 +87,11 @@ package struct FolderChanges: Sendable, Equatable {
         case complete
         /// Deleted, or renamed out of the folder.
         case removed
+        /// Created (a hard link, or a file opened to be written), or its
+        /// mode, owner or times changed: whole, or still being written. The
+        /// reader looks; one that does not read yet will report `complete`
+        /// once closed, so it is no problem yet.
+        case touched
     }
 
     /// Each wanted entry that changed, by name.
@@ -110,9 +111,10 @@ package struct FolderChanges: Sendable, Equatable {
     /// Nothing to act on.
     package var isEmpty: Bool { names.isEmpty && !overflowed && folderGone == nil }
 
-    /// `later`'s changes on top of these: a name's later change wins.
+    /// `later`'s changes on top of these: a name's later change wins,
+    /// but a touch does not make a complete file a doubtful one.
     package mutating func merge(_ later: FolderChanges) {
-        names.merge(later.names) { _, new in new }
+        names.merge(later.names) { old, new in old == .complete && new == .touched ? old : new }
         overflowed = overflowed || later.overflowed
         folderGone = folderGone ?? later.folderGone
     }

@@ -8,6 +8,14 @@ enum Inotify {
         FileDescriptor(rawValue: try Sys.retrying("inotify_init1", "") { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) })
     }
 
+    /// Watches `path` for `events` (`inotify_add_watch`); the watch's
+    /// number. Throws a `SystemError` naming the call and the path.
+    static func addWatch(_ fd: FileDescriptor, _ path: String, _ events: UInt32) throws -> Int32 {
+        let watch = path.withCString { inotify_add_watch(fd.rawValue, $0, events) }
+        guard watch >= 0 else { throw SystemError("inotify_add_watch", path: path, errno: Glibc.errno) }
+        return watch
+    }
+
     /// Reads every event queued on `fd` now and hands each to `body`: the
     /// watch it came from (-1 for `IN_Q_OVERFLOW`), its mask, and the name
     /// of the entry it concerns (empty for the watched folder itself).

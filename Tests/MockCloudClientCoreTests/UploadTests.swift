@@ -1,4 +1,5 @@
 import MockCloudClient
+import MockCloudWire
 import MockCloudClientTestSupport
 import Testing
 
@@ -26,6 +27,34 @@ import Testing
         #expect(outcomes[45] == .rejected(status: 413, error: "body of 409612 bytes is over the 262144-byte limit"))
         #expect(!requests.contains { $0.body.firstRange(of: Array("huge".utf8)) != nil })
         #expect(outcomes.enumerated().allSatisfy { $0.offset == 45 || $0.element.isDone })
+    }
+
+    /// `afterEach` reports every item once, those refused before sending
+    /// (over the body limit) with the request beside them: at the start, at
+    /// a request's edge, at the end, and when nothing is sent at all.
+    @Test func everyItemIsReportedOnceRefusedOnesIncluded() async throws {
+        let server = FakeServer { request, _ in FakeServer.storeAll(request) }
+        let huge = body(#"{"blob": "\#(String(repeating: "x", count: 300 << 10))"}"#)
+        let small = body("{}")
+        let client = BoxClient(
+            configuration: ClientConfiguration(
+                userKey: UserKey("u1")!, limits: BulkLimits(maxItems: 2, maxRequestBytes: 8 << 20, maxItemBodyBytes: 256 << 10),
+                uploadsInFlight: 1),
+            transport: server)
+        let kinds = [huge, small, small, huge, small, huge, huge]
+        let items = kinds.enumerated().map { UploadItem.put(id("i-\($0.offset)"), body: $0.element) }
+        var ranges: [Range<Int>] = []
+        var reported: [Int: UploadOutcome] = [:]
+        let outcomes = try await client.upload(items) { range, outcomes in
+            ranges.append(range)
+            for (index, outcome) in zip(range, outcomes) { reported[index] = outcome }
+        }
+        #expect(ranges == [0..<4, 4..<7])
+        #expect(reported.count == 7 && (0..<7).allSatisfy { reported[$0] == outcomes[$0] })
+        var alone: [Range<Int>] = []
+        _ = try await client.upload([.put(id("only"), body: huge)]) { range, _ in alone.append(range) }
+        let requests = await server.requests.count
+        #expect(alone == [0..<1] && requests == 2)
     }
 
     @Test func aTooManyRequestsAnswerWaitsItsRetryAfterThenSendsTheSameBytes() async throws {

@@ -27,6 +27,16 @@ import Testing
                        directory: directory.path, deleteMissing: delete)
     }
 
+    @Test func aSecondPushOnTheFolderIsRefusedAtOnceUntilTheFirstEnds() throws {
+        let directory = try folder()
+        var first: PushLedger? = try ledger(directory, delete: false)
+        #expect(throws: FolderBusy(path: directory.path)) { try ledger(directory, delete: true) }
+        #expect(FolderBusy(path: directory.path).description.contains("another push is running on the folder \(directory.path) "))
+        #expect(first != nil)
+        first = nil
+        #expect(throws: Never.self) { try ledger(directory, delete: false) }
+    }
+
     @Test func aRoundLooksAtTheReportedNamesOnly() throws {
         let directory = try folder()
         let round = try ledger(directory, delete: true).plan(.names(["newer.json", "kept.json"]))
@@ -55,6 +65,43 @@ import Testing
         #expect(round.items.isEmpty && round.tally.problems.count == 2)
         #expect(round.tally.problems[0].hasPrefix("bad name.json: the name is not a message id"))
         #expect(round.tally.problems[1].hasPrefix("half.json: "))
+    }
+
+    @Test func aTouchedFileThatDoesNotReadYetIsNoProblemButOneThatReadsIsSent() throws {
+        let directory = try folder()
+        try directory.write(#"{"syncVersion": 1, "weight""#, to: "opened.json")
+        try directory.write(#"{"syncVersion": 3}"#, to: "linked.json")
+        let scope = PushLedger.Scope(FolderChanges(names: ["opened.json": .touched, "linked.json": .touched, "kept.json": .touched]))
+        let round = try ledger(directory, delete: false).plan(scope)
+        #expect(round.items.map(\.id.rawValue) == ["linked"] && round.unchanged == 1 && round.tally.problems.isEmpty)
+    }
+
+    @Test func aNameReportedWholeByEitherScopeIsLookedAtAsWhole() {
+        var scope = PushLedger.Scope(FolderChanges(names: ["a.json": .touched, "b.json": .touched, "c.json": .complete]))
+        scope.merge(PushLedger.Scope(FolderChanges(names: ["a.json": .complete, "b.json": .touched, "d.json": .touched])))
+        #expect(scope == .names(["a.json", "b.json", "c.json", "d.json"], quiet: ["b.json", "d.json"]))
+    }
+
+    /// A pass reads its files a chunk at a time (what the requests in
+    /// flight carry), not all before the first request: a file removed
+    /// while the first request is in flight is not sent.
+    @Test func aPassReadsItsFilesAChunkAtATime() async throws {
+        let directory = try TemporaryDirectory()
+        for i in 0..<50 { try directory.write(#"{"syncVersion": 1}"#, to: "s-\(i + 10).json") }
+        let last = directory.file("s-59.json")
+        let server = FakeServer { request, n in
+            if request.method == "POST", n == 1 { try? FileManager.default.removeItem(atPath: last) }
+            return request.method == "POST" ? FakeServer.storeAll(request) : FakeServer.json(200, page([], anchor: "aa.0.2", hasMore: false))
+        }
+        let client = BoxClient(
+            configuration: ClientConfiguration(
+                userKey: UserKey("u1")!, limits: BulkLimits(maxItems: 10, maxRequestBytes: 1 << 20, maxItemBodyBytes: 1 << 10),
+                uploadsInFlight: 1),
+            transport: server)
+        var ledger = try PushLedger(client: client, directory: directory.path, deleteMissing: false)
+        let round = try await ledger.pass(.everything) { _ in }
+        let sent = await server.requests.filter { $0.method == "POST" }.map { FakeServer.items($0).count }
+        #expect(sent == [10, 10, 10, 10, 9] && round.tally.stored == 49 && round.files == 49)
     }
 
     @Test func lostEventsWidenARoundToEveryFile() {

@@ -39,17 +39,34 @@ import Testing
         #expect(try Self.changes(watch, covering: ["scan-1.json"]) == FolderChanges(names: ["scan-1.json": .complete]))
     }
 
-    @Test func aFileStillBeingWrittenIsReportedOnlyOnceClosed() throws {
+    @Test func aFileStillBeingWrittenIsOnlyTouchedUntilClosed() throws {
         let dir = try TemporaryDirectory()
         try dir.write("", to: "in/.keep")
         let watch = try FolderWatch(dir.file("in"), wanted: Self.messages)
         defer { watch.close() }
         let fd = open(dir.file("in/scan-2.json"), O_WRONLY | O_CREAT, 0o600)
         _ = Glibc.write(fd, "{\"weigh", 7)
+        #expect(try watch.wait(until: Self.inSeconds(10)) == FolderChanges(names: ["scan-2.json": .touched]))
         #expect(try watch.wait(until: Self.inSeconds(0.3)).isEmpty)
         _ = Glibc.write(fd, "t\": 1}", 6)
         close(fd)
         #expect(try Self.changes(watch, covering: ["scan-2.json"]) == FolderChanges(names: ["scan-2.json": .complete]))
+    }
+
+    /// Ways in that close nothing: a hard link, a chmod, a touch.
+    @Test func aHardLinkAChmodAndATouchAreTouched() throws {
+        let dir = try TemporaryDirectory()
+        try dir.write("{}", to: "elsewhere.json")
+        try dir.write("{}", to: "in/locked.json")
+        try dir.write("{}", to: "in/old.json")
+        #expect(chmod(dir.file("in/locked.json"), 0) == 0)
+        let watch = try FolderWatch(dir.file("in"), wanted: Self.messages)
+        defer { watch.close() }
+        #expect(link(dir.file("elsewhere.json"), dir.file("in/linked.json")) == 0)
+        #expect(chmod(dir.file("in/locked.json"), 0o644) == 0)
+        #expect(utimensat(AT_FDCWD, dir.file("in/old.json"), nil, 0) == 0)
+        #expect(try Self.changes(watch, covering: ["linked.json", "locked.json", "old.json"])
+            == FolderChanges(names: ["linked.json": .touched, "locked.json": .touched, "old.json": .touched]))
     }
 
     @Test func aFileDeletedOrRenamedAwayIsRemoved() throws {
@@ -167,5 +184,11 @@ import Testing
         #expect(changes == FolderChanges(names: ["a.json": .removed, "b.json": .removed, "c.json": .complete],
                                          overflowed: true, folderGone: "it was removed"))
         #expect(FolderChanges().isEmpty && !FolderChanges(overflowed: true).isEmpty)
+    }
+
+    @Test func aTouchAfterACloseLeavesTheFileComplete() {
+        var changes = FolderChanges(names: ["a.json": .complete, "b.json": .removed, "c.json": .touched])
+        changes.merge(FolderChanges(names: ["a.json": .touched, "b.json": .touched, "c.json": .complete]))
+        #expect(changes == FolderChanges(names: ["a.json": .complete, "b.json": .touched, "c.json": .complete]))
     }
 }

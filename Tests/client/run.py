@@ -44,8 +44,11 @@ local CA (no -k anywhere, this suite's own reads included):
   the watcher SIGKILLed in the middle and started again, a version bump
   written in place, a deletion with --delete, a half-written file held
   back until closed, the stack stopped and started again under it (no
-  restart of the watcher), SIGTERM ending it with exit 0, and its system
-  calls under strace within the unit's SystemCallFilter.
+  restart of the watcher), SIGTERM ending it with exit 0, a second push
+  on its folder refused (exit 8), a chmod'ed file, a hard link and a
+  touched file sent, 50,000 unsent files within 48 MB of an empty
+  folder's peak memory, and its system calls under strace within the
+  unit's SystemCallFilter.
 
 After each, the pushed folder and the pulled folder must equal the server's
 state: every id once, no extra, every body and version right.

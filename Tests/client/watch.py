@@ -12,6 +12,15 @@ Tests/client/run.py:
   not answer, more files written, the stack started again on the same
   port: all of them sent, the watcher never restarted;
 - SIGTERM ends it with exit 0 and a last line saying what it sent;
+- a second push on a watched folder is refused at once (exit 8), naming
+  the folder;
+- a folder of 50,000 unsent files: all on the box, the watcher's peak
+  memory within 48 MB of a watcher's over an empty folder (files are read
+  a chunk at a time, not all before the first request);
+- files that come in other ways than a close or a rename are sent too: a
+  file renamed in unreadable and then made readable (chmod), a hard link
+  (`ln`, as `rsync --link-dest` makes them), and a file touched after the
+  box's newer copy of it was deleted;
 - under strace, watching and sending: every system call it makes is one
   the unit's SystemCallFilter= allows, and no memory is
   made writable and executable (MemoryDenyWriteExecute=yes), so the
@@ -36,11 +45,11 @@ class Watcher:
     """The tool's `push DIR --watch --json` as a process; its stdout lines
     parsed as they come, its stderr kept."""
 
-    def __init__(self, tool, box, folder, key, *extra, prefix=()):
-        cmd = [*prefix, tool, "push", folder, "--watch", "--json", "--url", box.url, "--ca", box.ca,
+    def __init__(self, tool, box, folder, key, *extra, prefix=(), forks=True, ca=None):
+        cmd = [*prefix, tool, "push", folder, "--watch", "--json", "--url", box.url, "--ca", ca or box.ca,
                "--user-key", key, "--device-id", "mirror-1", *extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.prefixed = bool(prefix)
+        self.prefixed = bool(prefix) and forks
         self.lines, self.errors = [], []
         self.readers = [threading.Thread(target=self._read, args=(self.proc.stdout, self.lines, True), daemon=True),
                         threading.Thread(target=self._read, args=(self.proc.stderr, self.errors, False), daemon=True)]
@@ -65,7 +74,8 @@ class Watcher:
         return until(lambda: any(line.get("watching") for line in list(self.lines)), timeout)
 
     def pid(self):
-        """The tool's process: the one started, or its child under a prefix (strace)."""
+        """The tool's process: the one started, or its child under a prefix
+        that forks (strace; setpriv execs it)."""
         if not self.prefixed:
             return self.proc.pid
         with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
@@ -108,11 +118,27 @@ def watch_checks(checks, box, tool, work, folder_state, differences):
         return folder_state(folder) == box.truth(KEY)
 
     second = killed_in_a_burst(checks, box, tool, folder, converged, folder_state, differences)
+    second_push_refused(checks, box, tool, folder, second)
     rewritten_and_removed(checks, box, folder, second, folder_state, differences)
     half_written(checks, box, folder, second)
     box_away(checks, box, folder, second, converged, folder_state, differences)
     terminated(checks, second)
+    other_ways_in(checks, box, tool, work)
+    a_large_folder(checks, box, tool, work)
     sandbox_checks(checks, box, tool, work)
+
+
+def acknowledged(folder):
+    """The ids the ack log (.mockcloud-sync-pushed) holds as stored: the
+    last line of each id wins; `#` lines are marks, `<id> -` a deletion."""
+    acks = {}
+    with open(os.path.join(folder, ".mockcloud-sync-pushed")) as f:
+        for line in f:
+            fields = line.split()
+            if line.endswith("\n") and fields and not fields[0].startswith("#"):
+                acks[fields[0]] = len(fields) == 3
+    return {ident for ident, stored in acks.items() if stored}
+
 
 def killed_in_a_burst(checks, box, tool, folder, converged, folder_state, differences):
     """A burst of 1,000, the watcher killed in the middle of it and started
@@ -132,7 +158,7 @@ def killed_in_a_burst(checks, box, tool, folder, converged, folder_state, differ
     writer.start()
     writer.join(300)
     status = first.stop()
-    acknowledged = sum(1 for _ in open(os.path.join(folder, ".mockcloud-sync-pushed")))
+    acked = len(acknowledged(folder))
     second = Watcher(tool, box, folder, KEY, "--delete")
     ok = second.watching() and until(converged, 120)
     truth = box.truth(KEY)
@@ -140,12 +166,109 @@ def killed_in_a_burst(checks, box, tool, folder, converged, folder_state, differ
     checks.check(f"push --watch: a burst of 1,000 renamed in, the watcher SIGKILLed after {killed_after.get('sent')} "
                  f"were acknowledged, started again: all 1,000 on the box at their versions, "
                  f"{caught_up.get('sent')} sent at the start",
-                 ([] if ready and status == -signal.SIGKILL and 0 < acknowledged < 1000 and ok and len(truth) == 1000
-                  and caught_up.get("sent") == 1000 - acknowledged and caught_up.get("unchanged") == acknowledged
-                  else [f"ready {ready}, exit {status}, {acknowledged} acknowledged, caught up {caught_up}; "
+                 ([] if ready and status == -signal.SIGKILL and 0 < acked < 1000 and ok and len(truth) == 1000
+                  and caught_up.get("sent") == 1000 - acked and caught_up.get("unchanged") == acked
+                  else [f"ready {ready}, exit {status}, {acked} acknowledged, caught up {caught_up}; "
                         f"{second.tail()}"])
                  + differences("watched burst", folder_state(folder), truth))
     return second
+
+
+def second_push_refused(checks, box, tool, folder, watcher):
+    """A push beside a running watcher on the same folder is refused at
+    once, with exit 8 and the folder named; the watcher goes on."""
+    proc = subprocess.run([tool, "push", folder, "--url", box.url, "--ca", box.ca, "--user-key", KEY],
+                          capture_output=True, text=True, timeout=60)
+    checks.check("push on a folder that push --watch holds: refused at once (exit 8), the folder named; "
+                 "the watcher goes on",
+                 [] if proc.returncode == 8 and folder in proc.stderr and "another push" in proc.stderr
+                 and watcher.proc.poll() is None else
+                 [f"exit {proc.returncode}, stderr {proc.stderr[-300:]!r}; watcher running {watcher.proc.poll() is None}"])
+
+
+def peak_memory(watcher):
+    """The watcher's peak resident memory (VmHWM), in bytes."""
+    with open(f"/proc/{watcher.pid()}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def a_large_folder(checks, box, tool, work, count=50_000):
+    """A folder of `count` unsent files: each on the box, and the watcher's
+    peak memory beside one's over an empty folder."""
+    empty, full = os.path.join(work, "empty"), os.path.join(work, "large")
+    os.makedirs(empty)
+    os.makedirs(full)
+    baseline = Watcher(tool, box, empty, "large-empty")
+    ready = baseline.watching()
+    base_peak = peak_memory(baseline)
+    baseline.stop()
+    for i in range(count):
+        with open(os.path.join(full, f"l-{i:06d}.json"), "w") as f:
+            json.dump(scan(i, 1), f)
+    watcher = Watcher(tool, box, full, "large")
+    # A bound for a stuck watcher, not a speed: on two loaded cores the
+    # box stored the 50,000 in about ten minutes.
+    caught_up = watcher.watching(1800)
+    peak = peak_memory(watcher)
+    status = watcher.stop()
+    landed = len(box.truth("large"))
+    grown = (peak - base_peak) / 2**20 if peak and base_peak else None
+    megabytes = "?" if grown is None else f"{peak / 2**20:.1f} MB, {grown:.1f} MB"
+    checks.check(f"push --watch over {count:,} unsent files: all on the box; peak memory {megabytes} over an "
+                 f"empty folder's (at most 48)",
+                 [] if ready and caught_up and status == 0 and landed == count and grown is not None and grown <= 48 else
+                 [f"ready {ready}, caught up {caught_up}, exit {status}, {landed} on the box, grown {grown} MB; "
+                  f"{watcher.proc.returncode} {watcher.errors[-3:]}"])
+
+
+def other_ways_in(checks, box, tool, work):
+    """Files that arrive without a close after writing or a rename: a chmod
+    that makes an unreadable file readable, a hard link, a touch. As root
+    the watcher runs without the capabilities that read any file, so that
+    mode 000 stops it as it would stop the service's user."""
+    folder, key = os.path.join(work, "other-ways"), "ways"
+    os.makedirs(folder)
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"] if os.geteuid() == 0 else []
+    ca = os.path.join(work, "other-ways-ca.crt")  # the stack's run folder is its server user's
+    shutil.copyfile(box.ca, ca)
+    watcher = Watcher(tool, box, folder, key, prefix=prefix, forks=False, ca=ca)
+    ready = watcher.watching()
+
+    def stored(ident, version=1):
+        return lambda: box.truth(key).get(ident, (None,))[0] == version
+
+    # A scan renamed in that its user cannot read yet, then chmod'ed.
+    part, locked = os.path.join(folder, ".locked.json.part"), os.path.join(folder, "locked.json")
+    with open(part, "w") as f:
+        json.dump(scan(4000, 1), f)
+    os.chmod(part, 0)
+    os.rename(part, locked)
+    unreadable = until(lambda: any("locked.json" in e for e in watcher.errors), 60)
+    os.chmod(locked, 0o644)
+    chmodded = until(stored("locked"), 30)
+    # A hard link to a file written elsewhere (ln, rsync --link-dest).
+    source = os.path.join(work, "link-source.json")
+    with open(source, "w") as f:
+        json.dump(scan(4001, 1), f)
+    os.link(source, os.path.join(folder, "linked.json"))
+    linked = until(stored("linked"), 30)
+    # The box holds a newer copy: a conflict. Deleted on the box, the file is touched.
+    status, _ = box.request("PUT", "/inbox/touched", key, body=scan(4002, 5), headers={"X-Sync-Version": "5"})
+    rename_in(folder, "touched", scan(4002, 1))
+    conflict = until(lambda: any("touched.json: the server holds version 5" in e for e in watcher.errors), 60)
+    deleted, _ = box.request("DELETE", "/inbox/touched", key)
+    os.utime(os.path.join(folder, "touched.json"))
+    touched = until(stored("touched"), 30)
+    exit_status = watcher.stop()
+    checks.check("push --watch sends a file made readable by chmod, a hard link and a touched file",
+                 [] if ready and unreadable and chmodded and linked and status == 201 and conflict
+                 and deleted == 204 and touched and exit_status == 0 else
+                 [f"ready {ready}; chmod: refused unreadable {unreadable}, sent once readable {chmodded}; "
+                  f"hard link sent {linked}; touch: box's copy {status}, conflict {conflict}, deleted {deleted}, "
+                  f"sent once touched {touched}; exit {exit_status}; {watcher.tail()}"])
 
 
 def rewritten_and_removed(checks, box, folder, watcher, folder_state, differences):

@@ -155,7 +155,7 @@ it "the unit runs push FOLDER --watch for the folder its instance names, with th
 grep -qx 'ExecStart=/usr/bin/mockcloud-sync push %f --watch --url ${MOCKCLOUD_SYNC_URL} --ca ${MOCKCLOUD_SYNC_CA} --user-key ${MOCKCLOUD_SYNC_USER_KEY} --device-id ${MOCKCLOUD_SYNC_DEVICE_ID} $MOCKCLOUD_SYNC_OPTIONS' "$UNIT" ||
     fail "ExecStart: $(grep ExecStart "$UNIT")"
 for want in 'EnvironmentFile=/etc/mockcloud-sync/push.conf' 'EnvironmentFile=-/etc/mockcloud-sync/%i.conf' \
-    'After=network-online.target' 'Wants=network-online.target' 'Restart=on-failure' 'RestartPreventExitStatus=2 4 6' \
+    'After=network-online.target' 'Wants=network-online.target' 'RequiresMountsFor=%f' 'Restart=on-failure' 'RestartPreventExitStatus=2 4 6' \
     'User=mockcloud-sync' 'ReadWritePaths=-%f' 'ProtectSystem=strict' 'NoNewPrivileges=yes'; do
     grep -qxF -- "$want" "$UNIT" || fail "no $want"
 done
