@@ -12,6 +12,8 @@ actor FakeBox: HTTPTransport {
     private let bulk: Answer
     private let merge: Answer
     private let feed: String
+    /// Answers the feed's reads instead of `feed`, when given.
+    private let inbox: Answer?
     private let settings: String?
     private(set) var requests: [TransportRequest] = []
     private var writes = 0
@@ -20,8 +22,9 @@ actor FakeBox: HTTPTransport {
 
     init(
         bulk: @escaping Answer = { request, _ in FakeServer.storeAll(request) }, merge: @escaping Answer = FakeBox.merged,
-        feed: String = page([], anchor: "aa.0.0", hasMore: false), settings: String? = nil
+        feed: String = page([], anchor: "aa.0.0", hasMore: false), settings: String? = nil, inbox: Answer? = nil
     ) {
+        self.inbox = inbox
         self.bulk = bulk
         self.merge = merge
         self.feed = feed
@@ -49,6 +52,7 @@ actor FakeBox: HTTPTransport {
         }
         switch (request.method, request.target) {
         case ("GET", let target) where target.hasPrefix("/inbox"):
+            if let inbox { return try await inbox(request, writes).get() }
             return try FakeServer.json(200, feed).get()
         case ("GET", "/user/settings") where settings != nil:
             return try FakeServer.json(200, settings!, headers: [("etag", #""s1""#)]).get()
