@@ -74,4 +74,50 @@ import Testing
         #expect(bulks.count == 2)
         #expect(bulks.map { FakeServer.items($0).map { $0["body"] } } == [[body(#"{"n": "c", "v": 3}"#).value], [body(#"{"n": "c", "v": 3}"#).value]])
     }
+
+    @Test func aSentLogWhoseLastRecordACrashCutShortStillRecoversTheRest() async throws {
+        let directory = try TemporaryDirectory()
+        let restore = Restore()
+        let box = box(restore, reason: "ahead", holds: [])
+        let url = URL(fileURLWithPath: directory.path)
+        let first = try SyncEngine(client: engineClient(box), stateDirectory: url, store: AppStore(anchor: nil))
+        try await first.enqueue([.put(id("c"), version: 3, body: body("{}"))])
+        _ = try await first.syncUntilIdle(within: .seconds(60))
+        await first.close()
+        // A record cut short by a crash: no line end, no matching checksum.
+        let sent = try FileHandle(forWritingTo: url.appendingPathComponent("sent"))
+        try sent.seekToEnd()
+        try sent.write(contentsOf: Data(#"0123456789abcdef {"enqueue": [{"n": 9, "id": "e", "vers"#.utf8))
+        try sent.close()
+        let store = AppStore(anchor: nil)
+        let second = try SyncEngine(client: engineClient(box), stateDirectory: url, store: store)
+        try await second.enqueue([.put(id("e"), version: 5, body: body("{}"))])
+        _ = try await second.syncUntilIdle(within: .seconds(60))
+        await restore.restore()
+        _ = try await second.syncUntilIdle(within: .seconds(60))
+        await second.close()
+        #expect(await box.sentItems == [["c v3"], ["e v5"], ["c v3", "e v5"]])
+    }
+
+    @Test func theSentLogKeepsOneVersionPerIdAndStaysBounded() async throws {
+        let directory = try TemporaryDirectory()
+        let restore = Restore()
+        let box = box(restore, reason: "replaced", holds: [envelope("a", version: 100, seq: 1)])
+        let url = URL(fileURLWithPath: directory.path)
+        let engine = try SyncEngine(client: engineClient(box), stateDirectory: url, store: AppStore(anchor: nil))
+        let padding = String(repeating: "x", count: 2000)
+        for version in 1...200 {
+            try await engine.enqueue([.put(id("a"), version: Int64(version), body: body(#"{"pad": "\#(padding)"}"#))])
+            _ = try await engine.syncUntilIdle(within: .seconds(60))
+        }
+        // 200 acknowledgements of 2 KB: about 400 KB unless compacted.
+        let size = try FileManager.default.attributesOfItem(atPath: url.appendingPathComponent("sent").path)[.size] as! Int
+        #expect(size < 80 << 10)
+        await restore.restore()
+        _ = try await engine.syncUntilIdle(within: .seconds(60))
+        await engine.close()
+        // The box holds version 100 of 200: the newest is sent again, once.
+        #expect(await box.sentItems.count == 201)
+        #expect(await box.sentItems.last == ["a v200"])
+    }
 }
