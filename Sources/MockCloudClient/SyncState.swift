@@ -974,7 +974,7 @@ extension SyncEngine {
                 Platform.syncFolder((created as NSString).deletingLastPathComponent)
             }
             #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-            for name in ["", "/journal", "/lock"] where name.isEmpty || FileManager.default.fileExists(atPath: path + name) {
+            for name in ["", "/journal", "/sent", "/lock"] where name.isEmpty || FileManager.default.fileExists(atPath: path + name) {
                 do {
                     try FileManager.default.setAttributes([.protectionKey: dataProtection.type], ofItemAtPath: path + name)
                 } catch {
