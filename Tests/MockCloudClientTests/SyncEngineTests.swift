@@ -311,8 +311,8 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         let pending = try await reopened.pending
         #expect(pending.uploads == [.put(id("a"), version: 3, body: body(#"{"kg": 70.1}"#)), .delete(id("b"))])
         #expect(pending.settingsMembers == ["unitSystem": Date(timeIntervalSince1970: 1_779_098_460)])
-        #expect(directory.entries("state") == ["journal", "lock"])
-        #expect(directory.mode(of: "state") == 0o700 && directory.mode(of: "state/journal") == 0o600)
+        #expect(directory.entries("state") == ["journal", "lock", "sent"])
+        #expect(directory.mode(of: "state") == 0o700 && directory.mode(of: "state/journal") == 0o600 && directory.mode(of: "state/sent") == 0o600)
         for name in directory.entries("state") {
             #expect(!(directory.text(of: "state/" + name) ?? "").contains(token))
         }
