@@ -671,9 +671,12 @@ public actor SyncEngine {
         while true {
             try await network.waitOpen()
             do {
-                _ = try await client.apply(into: store, excludingOwnWrites: excludingOwnWrites, follow: true) { page, _ in
+                _ = try await client.apply(
+                    into: store, excludingOwnWrites: excludingOwnWrites, follow: true,
+                    // Queued before the store saves the new anchor: a kill in between reads again and finds them.
+                    beforeEach: { page in if let held = page.heldVersions { try await self.resendLost(held) } }
+                ) { page, _ in
                     away.succeeded()
-                    if let held = page.heldVersions { try await resendLost(held) }
                     await applied(page)
                     if !page.hasMore { idle.set(.feed, true) }
                 }
