@@ -46,16 +46,18 @@ extension BoxClient {
 
     /// `sync(into:)`'s loop; with `follow`, it keeps applying each change as
     /// it commits until the task is cancelled (`SyncEngine`, `pull
-    /// --follow`). `afterEach` sees each page once it is applied, with the
-    /// summary so far.
+    /// --follow`). `beforeEach` sees each page before it is applied (and its
+    /// anchor saved), `afterEach` once it is, with the summary so far.
     package func apply(
         into applier: some ChangeApplier, excludingOwnWrites: Bool, follow: Bool,
+        beforeEach: (_ page: ChangePage) async throws -> Void = { _ in },
         afterEach: (_ page: ChangePage, _ summary: SyncSummary) async throws -> Void
     ) async throws -> SyncSummary {
         var summary = SyncSummary()
         summary.anchor = try await applier.savedAnchor()
         for try await page in changes(since: summary.anchor, excludingOwnWrites: excludingOwnWrites, follow: follow) {
             let save = page.anchorIsFinal ? page.anchor : nil
+            try await beforeEach(page)
             try await applier.apply(page, saving: save)
             summary.pages += 1
             summary.messages += page.messages.count

@@ -24,6 +24,11 @@ public struct ChangePage: Sendable {
     /// On the last page of a full read: every message id the server holds.
     /// Drop anything you hold that is not in it.
     public var liveIDs: Set<MessageID>?
+    /// On the last page of a full read after a 410 that says the server may
+    /// have lost acknowledged writes (`replaced`, `ahead`, or no reason):
+    /// every message id it holds, with its version. The engine sends again
+    /// what it had sent that is missing (docs/SYNC.md).
+    var heldVersions: [MessageID: Int64]?
 
     public subscript<T>(dynamicMember member: KeyPath<FeedPage, T>) -> T { page[keyPath: member] }
 
@@ -70,6 +75,9 @@ public struct ChangeFeed: AsyncSequence, Sendable {
         var delivered: [MessageID: (Int64, Int64)] = [:]
         /// During a full read: the ids seen so far, live at the last look.
         var live: Set<MessageID> = []
+        /// During a full read after a 410 that may have lost writes: the
+        /// ids and versions seen so far (`ChangePage.heldVersions`).
+        var held: [MessageID: Int64]?
 
         init(client: BoxClient, anchor: Anchor?, pageSize: Int, excludeOwn: Bool, follow: Bool) {
             self.client = client
@@ -89,7 +97,7 @@ public struct ChangeFeed: AsyncSequence, Sendable {
 
         public mutating func next() async throws -> ChangePage? {
             guard !finished else { return nil }
-            var answer: FeedPage?
+            var answer: BoxClient.FeedRead
             if Task.isCancelled {
                 prefetch?.cancel()
                 prefetch = nil
@@ -101,9 +109,9 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 self.prefetch = nil
                 answer = try await prefetch.value()
             } else {
-                answer = try await client.feedPage(after: anchor, limit: pageSize, excludeOwn: excludeOwn && !fullRead)
+                answer = try await client.feedRead(after: anchor, limit: pageSize, excludeOwn: excludeOwn && !fullRead)
             }
-            if answer == nil {
+            if case .gone(let reason) = answer {
                 // 410: start again from nothing, without exclude-source (the
                 // device's own messages are part of the state to rebuild).
                 guard anchor != nil || !fullRead else {
@@ -113,16 +121,17 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 fullRead = true
                 resyncPending = true
                 live = []
-                answer = try await client.feedPage(after: nil, limit: pageSize, excludeOwn: false)
-                guard answer != nil else { throw ClientError.badAnswer("a read without an anchor answered 410") }
+                if reason != .compacted || held != nil { held = [:] }
+                answer = try await client.feedRead(after: nil, limit: pageSize, excludeOwn: false)
             }
-            guard let answer else { return nil }
+            guard case .page(let answer) = answer else { throw ClientError.badAnswer("a read without an anchor answered 410") }
             var page = ChangePage(page: answer, isFullRead: fullRead, startsResync: resyncPending, liveIDs: nil)
             anchor = answer.anchor
             resyncPending = false
             var fresh: [Envelope] = []
             for message in answer.messages {
                 if fullRead { live.insert(message.id) }
+                held?[message.id] = message.version
                 if let seen = delivered[message.id], seen == (message.version, message.seq) { continue }
                 delivered[message.id] = (message.version, message.seq)
                 fresh.append(message)
@@ -131,9 +140,12 @@ public struct ChangeFeed: AsyncSequence, Sendable {
             for deletion in answer.deleted {
                 delivered[deletion.id] = nil
                 if fullRead { live.remove(deletion.id) }
+                held?[deletion.id] = nil
             }
             if !answer.hasMore {
                 if fullRead { page.liveIDs = live }
+                page.heldVersions = held
+                held = nil
                 if follow {
                     caughtUp = true
                     fullRead = false
@@ -142,30 +154,30 @@ public struct ChangeFeed: AsyncSequence, Sendable {
                 }
             } else {
                 let (client, next, limit, exclude) = (client, answer.anchor, pageSize, excludeOwn && !fullRead)
-                prefetch = Prefetch(Task { try await client.feedPage(after: next, limit: limit, excludeOwn: exclude) })
+                prefetch = Prefetch(Task { try await client.feedRead(after: next, limit: limit, excludeOwn: exclude) })
             }
             return page
         }
 
         /// Following: waits (`?wait=`) from the anchor until an answer has
         /// something to hand out, a change or an anchor moved past this
-        /// device's own writes; nil for a 410, which `next` handles like any
+        /// device's own writes, or a 410, which `next` handles like any
         /// other. Throws `CancellationError` once the task is cancelled.
         /// The box unreachable after every retry (a long restart, the Wi-Fi
         /// gone) is waited out and tried again, however long it lasts.
-        mutating func waitForChanges() async throws -> FeedPage? {
+        mutating func waitForChanges() async throws -> BoxClient.FeedRead {
             while true {
                 let (client, anchor, limit, excludeOwn) = (client, anchor, pageSize, excludeOwn)
                 let answer = try await client.waitingOutUnavailable {
-                    try await client.feedPage(after: anchor, limit: limit, excludeOwn: excludeOwn, wait: client.configuration.waitSeconds)
+                    try await client.feedRead(after: anchor, limit: limit, excludeOwn: excludeOwn, wait: client.configuration.waitSeconds)
                 }
-                guard let page = answer else {
+                guard case .page(let page) = answer else {
                     caughtUp = false
-                    return nil
+                    return answer
                 }
                 if page.messages.isEmpty, page.deleted.isEmpty, page.anchor == anchor { continue }
                 if page.hasMore { caughtUp = false }
-                return page
+                return answer
             }
         }
     }
@@ -176,16 +188,16 @@ public struct ChangeFeed: AsyncSequence, Sendable {
 /// dropped) or cancelled, it cancels the request in flight, which the
 /// transports stop at once.
 final class Prefetch: Sendable {
-    private let task: Task<FeedPage?, any Error>
+    private let task: Task<BoxClient.FeedRead, any Error>
 
-    init(_ task: Task<FeedPage?, any Error>) { self.task = task }
+    init(_ task: Task<BoxClient.FeedRead, any Error>) { self.task = task }
 
     deinit { task.cancel() }
 
     func cancel() { task.cancel() }
 
     /// The page; cancelling the waiting task cancels the request.
-    func value() async throws -> FeedPage? {
+    func value() async throws -> BoxClient.FeedRead {
         try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
     }
 }
@@ -214,16 +226,8 @@ extension BoxClient {
                    excludeOwn: excludingOwnWrites && configuration.deviceID != nil, follow: follow)
     }
 
-    /// One `GET /inbox` page, held up to `wait` seconds for a change when
-    /// given; nil for 410.
-    func feedPage(after anchor: Anchor?, limit: Int, excludeOwn: Bool, wait: Int? = nil) async throws -> FeedPage? {
-        guard case .page(let page) = try await feedRead(after: anchor, limit: limit, excludeOwn: excludeOwn, wait: wait)
-        else { return nil }
-        return page
-    }
-
     /// A feed read's answer: a page, or 410 and why (nil: the server did not say).
-    enum FeedRead {
+    enum FeedRead: Sendable {
         case page(FeedPage)
         case gone(AnchorGone?)
     }

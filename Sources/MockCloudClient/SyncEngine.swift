@@ -54,6 +54,8 @@ public actor SyncEngine {
     private nonisolated let idle = IdleWatch()
     private let hold: StateDirectoryHold
     private let journal: SyncJournal
+    /// What the box acknowledged, to send again if it loses it.
+    private let sent: SentLog
     private var queue: SyncQueue { journal.queue }
     /// The loops that send and follow, and whether `run()` started them
     /// (else `syncUntilIdle`, for its time).
@@ -94,6 +96,7 @@ public actor SyncEngine {
         let resolved = stateDirectory.standardizedFileURL.resolvingSymlinksInPath()
         hold = try StateDirectoryHold(resolved.path)
         journal = try SyncJournal.open(directory: resolved.path, userKey: client.configuration.userKey)
+        sent = try SentLog.open(directory: resolved.path)
         self.stateDirectory = resolved
         self.store = store
         self.excludingOwnWrites = excludingOwnWrites
@@ -562,6 +565,7 @@ public actor SyncEngine {
     private func acknowledge(_ uploads: [SyncQueue.Upload], _ outcomes: [UploadOutcome]) throws {
         reached()
         var done: [Int64] = []
+        var held: [SyncQueue.Upload] = []
         var stored: [MessageID] = []
         var refusals: [Refusal] = []
         var number = queue.lastNumber
@@ -569,6 +573,7 @@ public actor SyncEngine {
             switch outcome {
             case .stored, .deleted:
                 stored.append(upload.item.id)
+                held.append(upload)
             case .conflict(let current):
                 number += 1
                 refusals.append(Refusal(
@@ -584,6 +589,8 @@ public actor SyncEngine {
         }
         guard !done.isEmpty else { return }
         let refused = refusals.map { SyncQueue.Refused(number: $0.number, change: .upload($0.item), status: $0.status, reason: $0.reason) }
+        // The sent log first: a kill between the two sends these again, never forgets them.
+        try sent.record(held)
         try record([.done(done)] + (refused.isEmpty ? [] : [.refused(refused)]))
         if !stored.isEmpty { emitter.yield(.uploaded(stored)) }
         if !refusals.isEmpty { emitter.yield(.refused(refusals)) }
@@ -659,7 +666,11 @@ public actor SyncEngine {
         while true {
             try await network.waitOpen()
             do {
-                _ = try await client.apply(into: store, excludingOwnWrites: excludingOwnWrites, follow: true) { page, _ in
+                _ = try await client.apply(
+                    into: store, excludingOwnWrites: excludingOwnWrites, follow: true,
+                    // Queued before the store saves the new anchor: a kill in between reads again and finds them.
+                    beforeEach: { page in if let held = page.heldVersions { try await self.resendLost(held) } }
+                ) { page, _ in
                     away.succeeded()
                     await applied(page)
                     if !page.hasMore { idle.set(.feed, true) }
@@ -693,6 +704,35 @@ public actor SyncEngine {
                 try await client.pause(delay)
             }
         }
+    }
+
+    /// After a full read that followed a 410 saying the box may have lost
+    /// acknowledged writes: queues again, at the version acknowledged, each
+    /// change the sent log holds that the box lacks (`held`: every id it
+    /// holds, with its version): a put it does not hold, or holds at a lower
+    /// version; a deletion of an id it holds again. An id with a change of
+    /// the app's queued is left to that change. They are queued a batch at a
+    /// time, their bodies read from the sent log for each batch.
+    private func resendLost(_ held: [MessageID: Int64]) throws {
+        let lost = try sent.newest().entries.values.filter { entry in
+            guard queue.uploads[entry.id] == nil else { return false }
+            guard let version = entry.version else { return held[entry.id] != nil }
+            return held[entry.id].map { $0 < version } ?? true
+        }.sorted { $0.number < $1.number }
+        guard !lost.isEmpty else { return }
+        var next = 0
+        while next < lost.count {
+            let batch = lost[next..<min(next + SyncJournal.compactedRecordItems, lost.count)]
+            next = batch.endIndex
+            var number = queue.lastNumber
+            let uploads = try sent.load(Array(batch)).map { upload in
+                number += 1
+                return SyncQueue.Upload(number: number, item: upload.item)
+            }
+            try record(.enqueue(uploads))
+        }
+        idle.set(.uploads, false)
+        work.fire()
     }
 
     private func sawSettings(_ settings: BoxSettings?) {

@@ -481,17 +481,17 @@ final class SyncJournal {
     deinit { try? handle.close() }
 
     /// Whether a line is a checksum, a space and the JSON it is the checksum of.
-    private static func checksumMatches(_ line: ArraySlice<UInt8>) -> Bool {
+    static func checksumMatches(_ line: ArraySlice<UInt8>) -> Bool {
         line.count > 18 && line[line.startIndex + 16] == UInt8(ascii: " ")
             && Array(line.prefix(16)) == checksum(Array(line.dropFirst(17)))
     }
 
     /// The first 8 bytes of the JSON's SHA-256, as 16 lowercase hex digits.
-    private static func checksum(_ json: [UInt8]) -> [UInt8] {
+    static func checksum(_ json: [UInt8]) -> [UInt8] {
         Array(ASCII.hex(Array(Platform.sha256(json).prefix(8))).utf8)
     }
 
-    private static func line(_ json: [UInt8]) -> [UInt8] {
+    static func line(_ json: [UInt8]) -> [UInt8] {
         checksum(json) + [UInt8(ascii: " ")] + json + [UInt8(ascii: "\n")]
     }
 
@@ -582,13 +582,18 @@ final class SyncJournal {
 
     /// The uploads of `entries`, their bodies read from the journal.
     func load(_ entries: [SyncQueue.Entry]) throws -> [SyncQueue.Upload] {
+        try Self.load(entries, from: handle, path: path)
+    }
+
+    /// The uploads of `entries`, their bodies read from the file `path` open as `handle`.
+    static func load(_ entries: [SyncQueue.Entry], from handle: FileHandle, path: String) throws -> [SyncQueue.Upload] {
         try entries.map { entry in
             guard let version = entry.version, let span = entry.body else {
                 return SyncQueue.Upload(number: entry.number, item: .delete(entry.id))
             }
             let bytes = try Platform.read(handle, at: span.offset, count: span.count, path: path)
             guard let body = try? JSONText(validating: bytes) else {
-                throw Self.damaged(path, line: 0, offset: span.offset, "the body of \(entry.id) is not the JSON object it was")
+                throw damaged(path, line: 0, offset: span.offset, "the body of \(entry.id) is not the JSON object it was")
             }
             return SyncQueue.Upload(number: entry.number, item: .put(entry.id, version: version, body: body))
         }
@@ -692,7 +697,7 @@ final class SyncJournal {
 
 /// The journal's lines, read a chunk at a time: the memory it takes is one
 /// chunk or the longest line.
-private struct LineReader {
+struct LineReader {
     let handle: FileHandle
     let path: String
     let fileSize: UInt64
@@ -969,7 +974,7 @@ extension SyncEngine {
                 Platform.syncFolder((created as NSString).deletingLastPathComponent)
             }
             #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-            for name in ["", "/journal", "/lock"] where name.isEmpty || FileManager.default.fileExists(atPath: path + name) {
+            for name in ["", "/journal", "/sent", "/lock"] where name.isEmpty || FileManager.default.fileExists(atPath: path + name) {
                 do {
                     try FileManager.default.setAttributes([.protectionKey: dataProtection.type], ofItemAtPath: path + name)
                 } catch {

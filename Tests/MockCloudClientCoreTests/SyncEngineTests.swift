@@ -13,6 +13,8 @@ actor FakeBox: HTTPTransport {
     private let bulk: Answer
     private let merge: Answer
     private let feed: String
+    /// Answers the feed's reads instead of `feed`, when given.
+    private let inbox: Answer?
     private let settings: String?
     private(set) var requests: [TransportRequest] = []
     private var writes = 0
@@ -21,8 +23,9 @@ actor FakeBox: HTTPTransport {
 
     init(
         bulk: @escaping Answer = { request, _ in FakeServer.storeAll(request) }, merge: @escaping Answer = FakeBox.merged,
-        feed: String = page([], anchor: "aa.0.0", hasMore: false), settings: String? = nil
+        feed: String = page([], anchor: "aa.0.0", hasMore: false), settings: String? = nil, inbox: Answer? = nil
     ) {
+        self.inbox = inbox
         self.bulk = bulk
         self.merge = merge
         self.feed = feed
@@ -50,6 +53,7 @@ actor FakeBox: HTTPTransport {
         }
         switch (request.method, request.target) {
         case ("GET", let target) where target.hasPrefix("/inbox"):
+            if let inbox { return try await inbox(request, writes).get() }
             return try FakeServer.json(200, feed).get()
         case ("GET", "/user/settings") where settings != nil:
             return try FakeServer.json(200, settings!, headers: [("etag", #""s1""#)]).get()
@@ -308,8 +312,8 @@ func whileRunning<T>(_ engine: SyncEngine, _ body: () async throws -> T) async r
         let pending = try await reopened.pending
         #expect(pending.uploads == [.put(id("a"), version: 3, body: body(#"{"kg": 70.1}"#)), .delete(id("b"))])
         #expect(pending.settingsMembers == ["unitSystem": Date(timeIntervalSince1970: 1_779_098_460)])
-        #expect(directory.entries("state") == ["journal", "lock"])
-        #expect(directory.mode(of: "state") == 0o700 && directory.mode(of: "state/journal") == 0o600)
+        #expect(directory.entries("state") == ["journal", "lock", "sent"])
+        #expect(directory.mode(of: "state") == 0o700 && directory.mode(of: "state/journal") == 0o600 && directory.mode(of: "state/sent") == 0o600)
         for name in directory.entries("state") {
             #expect(!(directory.text(of: "state/" + name) ?? "").contains(token))
         }
