@@ -1,7 +1,8 @@
 import Foundation
 import MockCloudClient
 import MockCloudJSON
-import MockCloudTestSupport
+import MockCloudClientTestSupport
+import MockCloudPortableTestSupport
 import Testing
 
 /// The box restored from an older backup: the engine sends again what the
