@@ -293,7 +293,7 @@ start_fastcgi_pools() {
     local files
     files="$(raise_file_limit "$WORKER_FILES")"
     ((files >= WORKER_CONNECTIONS)) ||
-        warn "warning: the file limit is $files (hard limit): nginx and the loops for waits hold fewer than MOCKCLOUD_FASTCGI_WAITS=$FASTCGI_WAITS waits each; raise it (LimitNOFILE, limits.conf)"
+        warn "warning: the file limit is $files (the hard limit), under nginx's $WORKER_CONNECTIONS connections for MOCKCLOUD_FASTCGI_WAITS=$FASTCGI_WAITS waits per loop: fewer may be held at once; raise it (LimitNOFILE, limits.conf)"
     mkdir -p -m 0700 "$FASTCGI_DIR"
     [[ -z "$SERVE_USER" ]] || chown "$SERVE_USER:$SERVE_GROUP" "$FASTCGI_DIR"
     for pool in "${FASTCGI_POOLS[@]}"; do
