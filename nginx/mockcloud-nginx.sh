@@ -27,7 +27,10 @@
 #                       persistent FastCGI workers (docs/OPERATIONS.md,
 #                       "FastCGI mode"), MOCKCLOUD_FASTCGI_WORKERS each (4),
 #                       each replaced after MOCKCLOUD_FASTCGI_MAX_REQUESTS
-#                       requests (unset: never)
+#                       requests (unset: never); reads that wait for a change
+#                       go to one event loop per program, which holds up to
+#                       MOCKCLOUD_FASTCGI_WAITS of them (4096),
+#                       MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS per address (64)
 #   MOCKCLOUD_CERT + MOCKCLOUD_CERT_KEY            a given certificate; without
 #                       them a local CA and a certificate it signs are made in
 #                       the run dir (admin/tls.sh).
@@ -226,15 +229,31 @@ load_mode_settings() {
         die "MOCKCLOUD_FASTCGI_WORKERS must be a whole number from 1 to 256 (workers per program), not '$FASTCGI_WORKERS'"
     [[ "$FASTCGI_MAX_REQUESTS" =~ ^[0-9]+$ ]] ||
         die "MOCKCLOUD_FASTCGI_MAX_REQUESTS must be a whole number (requests before a worker is replaced; 0: never), not '$FASTCGI_MAX_REQUESTS'"
+    FASTCGI_WAITS="${MOCKCLOUD_FASTCGI_WAITS:-4096}"
+    FASTCGI_WAITS_PER_ADDRESS="${MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS:-64}"
+    [[ "$FASTCGI_WAITS" =~ ^[0-9]{1,5}$ ]] && ((10#$FASTCGI_WAITS >= 1 && 10#$FASTCGI_WAITS <= 65536)) ||
+        die "MOCKCLOUD_FASTCGI_WAITS must be a whole number from 1 to 65536 (reads each program's loop holds waiting), not '$FASTCGI_WAITS'"
+    [[ "$FASTCGI_WAITS_PER_ADDRESS" =~ ^[0-9]{1,5}$ ]] &&
+        ((10#$FASTCGI_WAITS_PER_ADDRESS >= 1 && 10#$FASTCGI_WAITS_PER_ADDRESS <= 65536)) ||
+        die "MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS must be a whole number from 1 to 65536 (waits one address may hold), not '$FASTCGI_WAITS_PER_ADDRESS'"
     FASTCGI_DIR=""
-    [[ "$MODE" != fastcgi ]] || FASTCGI_DIR="$RUN/fastcgi"
+    # nginx's connections per worker, and its file limit: room for a flood
+    # (4,096); in FastCGI mode also for every wait of both loops, each two
+    # connections (the client's and the loop's), all perhaps in one worker.
+    WORKER_CONNECTIONS=4096
+    WORKER_FILES=10240
+    if [[ "$MODE" == fastcgi ]]; then
+        FASTCGI_DIR="$RUN/fastcgi"
+        WORKER_CONNECTIONS=$((4096 + 4 * 10#$FASTCGI_WAITS))
+        WORKER_FILES=$((WORKER_CONNECTIONS + 6144))
+    fi
     # sun_path holds 108 bytes including the terminating NUL.
     if ((${#FASTCGI_DIR} + 25 > 107)); then
         die "MOCKCLOUD_RUN is too long for the FastCGI sockets ($FASTCGI_DIR/user-settings-waits.sock must be at most 107 bytes): use a shorter MOCKCLOUD_RUN"
     fi
 }
 
-# The pools of FastCGI mode: each program's, and its pool for waits
+# The pools of FastCGI mode: each program's, and its event loop for waits
 # (nginx sends a read with ?wait= there, mockcloud-http.conf), each named
 # as its socket, pid file and log are.
 readonly FASTCGI_POOLS=(user-settings user-settings-waits inbox inbox-waits)
@@ -242,12 +261,25 @@ readonly FASTCGI_POOLS=(user-settings user-settings-waits inbox inbox-waits)
 # A pool's program: its name without -waits.
 pool_program() { printf '%s' "${1%-waits}"; }
 
-# Workers of POOL: MOCKCLOUD_FASTCGI_WORKERS, or for waits as many as
-# fcgiwrap has processes in CGI mode (64): the box's 48 places for waiting
-# requests (the programs count them) and 16 more, so that a wait past the
-# places is refused at once, never queued (docs/OPERATIONS.md).
-pool_workers() {
-    if [[ "$1" == *-waits ]]; then printf '64'; else printf '%s' "$((10#$FASTCGI_WORKERS))"; fi
+# The arguments of POOL after its socket: MOCKCLOUD_FASTCGI_WORKERS workers,
+# or for waits one event loop that holds MOCKCLOUD_FASTCGI_WAITS of them
+# (the programs count them, and refuse one past the count at once).
+pool_arguments() {
+    if [[ "$1" == *-waits ]]; then
+        printf '%s\n' --waits "$((10#$FASTCGI_WAITS))" --waits-per-address "$((10#$FASTCGI_WAITS_PER_ADDRESS))"
+    else
+        printf '%s\n' --workers "$((10#$FASTCGI_WORKERS))" --max-requests "$((10#$FASTCGI_MAX_REQUESTS))"
+    fi
+}
+
+# Raises this shell's soft file limit (inherited by the loops and nginx)
+# towards COUNT, at most to the hard limit; prints what it is then.
+raise_file_limit() {
+    local hard
+    hard="$(ulimit -Hn)"
+    if [[ "$hard" == unlimited ]] || ((hard >= $1)); then ulimit -Sn "$1" 2>/dev/null || true
+    else ulimit -Sn "$hard" 2>/dev/null || true; fi
+    ulimit -Sn
 }
 
 # FastCGI mode: each pool (a master and its workers) on
@@ -258,15 +290,20 @@ start_fastcgi_pools() {
     local pool program pid i
     local as_user=()
     [[ -z "$SERVE_USER" ]] || as_user=(setpriv --reuid="$SERVE_USER" --regid="$SERVE_GROUP" --init-groups --inh-caps=-all --)
+    local files
+    files="$(raise_file_limit "$WORKER_FILES")"
+    ((files >= WORKER_CONNECTIONS)) ||
+        warn "warning: the file limit is $files (the hard limit), under nginx's $WORKER_CONNECTIONS connections for MOCKCLOUD_FASTCGI_WAITS=$FASTCGI_WAITS waits per loop: fewer may be held at once; raise it (LimitNOFILE, limits.conf)"
     mkdir -p -m 0700 "$FASTCGI_DIR"
     [[ -z "$SERVE_USER" ]] || chown "$SERVE_USER:$SERVE_GROUP" "$FASTCGI_DIR"
     for pool in "${FASTCGI_POOLS[@]}"; do
         program="$(pool_program "$pool")"
         [[ -x "$CGI_BIN/$program" ]] || die "$CGI_BIN/$program is missing: run 'make install'"
         rm -f "$FASTCGI_DIR/$pool.sock"
+        local arguments
+        mapfile -t arguments < <(pool_arguments "$pool")
         "${as_user[@]}" env -i PATH=/usr/bin:/bin "$CGI_BIN/$program" --fastcgi "unix:$FASTCGI_DIR/$pool.sock" \
-            --workers "$(pool_workers "$pool")" --max-requests "$((10#$FASTCGI_MAX_REQUESTS))" \
-            </dev/null >>"$RUN/logs/$pool.log" 2>&1 &
+            "${arguments[@]}" </dev/null >>"$RUN/logs/$pool.log" 2>&1 &
         pid=$!
         printf '%s\n' "$pid" >"$RUN/$pool.pid"
         for ((i = 0; i < 100; i++)); do
@@ -371,6 +408,8 @@ render_config() {
         -e "s|@DATA@|$(sed_text "$DATA")|g" \
         -e "s|@SOCKET@|$(sed_text "$SOCKET")|g" \
         -e "s|@FASTCGI_DIR@|$(sed_text "$FASTCGI_DIR")|g" \
+        -e "s|@WORKER_CONNECTIONS@|$WORKER_CONNECTIONS|g" \
+        -e "s|@WORKER_FILES@|$WORKER_FILES|g" \
         -e "s|@HMAC_KEYS@|$(sed_text "$HMAC_KEYS")|g" \
         -e "s|@HMAC_REQUIRE@|$(sed_text "$HMAC_REQUIRE")|g" \
         -e "s|@TOKENS@|$(sed_text "$TOKENS")|g" \

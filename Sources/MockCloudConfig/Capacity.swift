@@ -21,4 +21,13 @@ package enum Capacity {
     /// `MOCKCLOUD_FASTCGI_WORKERS` is unset. Each serves one request at a
     /// time; on 2 cores, 4 keep both busy while others wait on an fsync.
     package static let fastCGIWorkers = 4
+    /// FastCGI mode: the reads that may wait for a change at once in one
+    /// program's event loop for waits (`MOCKCLOUD_FASTCGI_WAITS`), and one
+    /// address's share of them (`MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS`). A
+    /// held wait costs the loop a connection and a few hundred bytes; nginx
+    /// holds two connections for it (the client's and the loop's).
+    package static let loopWaits = 4096
+    package static let loopWaitsPerAddress = 64
+    /// What those two settings accept.
+    package static let loopWaitsRange = 1...65536
 }

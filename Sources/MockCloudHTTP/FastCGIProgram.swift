@@ -28,11 +28,19 @@ package enum FastCGIProgram {
         package var workers = Capacity.fastCGIWorkers
         /// Requests a worker serves before it is replaced (0: no limit).
         package var maxRequests = 0
+        /// `--waits N`: instead of workers, one event loop that holds up to
+        /// this many reads that wait for a change (`WaitLoop`).
+        package var waits: Int?
+        /// `--waits-per-address N`: the loop's waits one client address may hold.
+        package var waitsPerAddress = Capacity.loopWaitsPerAddress
 
-        package init(socketPath: String? = nil, workers: Int = Capacity.fastCGIWorkers, maxRequests: Int = 0) {
+        package init(socketPath: String? = nil, workers: Int = Capacity.fastCGIWorkers, maxRequests: Int = 0,
+                     waits: Int? = nil, waitsPerAddress: Int = Capacity.loopWaitsPerAddress) {
             self.socketPath = socketPath
             self.workers = workers
             self.maxRequests = maxRequests
+            self.waits = waits
+            self.waitsPerAddress = waitsPerAddress
         }
 
         /// The options when the process was started as a FastCGI server:
@@ -80,19 +88,38 @@ package enum FastCGIProgram {
                         throw ConfigError("--max-requests \(value) is not a whole number (0: no limit)")
                     }
                     options.maxRequests = count
+                case "--waits":
+                    guard let count = Int(value), Capacity.loopWaitsRange.contains(count) else {
+                        throw ConfigError("--waits \(value) is not a whole number from \(Capacity.loopWaitsRange.lowerBound) "
+                            + "to \(Capacity.loopWaitsRange.upperBound)")
+                    }
+                    options.waits = count
+                case "--waits-per-address":
+                    guard let count = Int(value), Capacity.loopWaitsRange.contains(count) else {
+                        throw ConfigError("--waits-per-address \(value) is not a whole number from "
+                            + "\(Capacity.loopWaitsRange.lowerBound) to \(Capacity.loopWaitsRange.upperBound)")
+                    }
+                    options.waitsPerAddress = count
                 default:
                     throw ConfigError("unknown argument \(argument): a CGI program takes none; FastCGI takes "
-                        + "--fastcgi unix:PATH|systemd, --workers N, --max-requests N")
+                        + "--fastcgi unix:PATH|systemd, --workers N, --max-requests N, --waits N, --waits-per-address N")
                 }
             }
-            guard named else { throw ConfigError("--workers and --max-requests need --fastcgi unix:PATH or --fastcgi systemd") }
+            guard named else {
+                throw ConfigError("--workers, --max-requests and --waits need --fastcgi unix:PATH or --fastcgi systemd")
+            }
+            if let waits = options.waits {
+                // One loop holds them all; its share cannot pass its whole.
+                options.workers = 1
+                options.waitsPerAddress = min(options.waitsPerAddress, waits)
+            }
             return options
         }
     }
 
     /// The connection of the request in progress, for its log lines and its wait.
-    nonisolated(unsafe) private static var connection = FileDescriptor.closed
-    nonisolated(unsafe) private static var requestID: UInt16 = 0
+    nonisolated(unsafe) static var connection = FileDescriptor.closed
+    nonisolated(unsafe) static var requestID: UInt16 = 0
     /// Set by SIGTERM or SIGINT in the master.
     nonisolated(unsafe) private static var stopping = false
 
@@ -135,14 +162,27 @@ package enum FastCGIProgram {
         func start() {
             do {
                 let pid = try Sys.fork()
-                if pid == 0 { work(listening, options, name: name, bodyLimit: bodyLimit, handler) }
+                if pid == 0 {
+                    if let waits = options.waits {
+                        Sys.resetForWorker()
+                        LastWords.endRequest()
+                        WaitLoop.run(listening, capacity: waits, perAddress: options.waitsPerAddress, name: name,
+                                     bodyLimit: bodyLimit, handler)
+                    }
+                    work(listening, options, name: name, bodyLimit: bodyLimit, handler)
+                }
                 workers.insert(pid)
             } catch {
                 CGIProgram.log(name, "cannot start a worker (trying again in a second): \(error)")
                 Sys.sleep(milliseconds: 1000)
             }
         }
-        CGIProgram.log(name, "FastCGI: \(options.workers) workers on \(options.socketPath.map { "unix:" + $0 } ?? "systemd's socket")")
+        if let waits = options.waits {
+            CGIProgram.log(name, "FastCGI: one event loop for up to \(waits) waits (\(options.waitsPerAddress) per address) on "
+                + (options.socketPath.map { "unix:" + $0 } ?? "systemd's socket"))
+        } else {
+            CGIProgram.log(name, "FastCGI: \(options.workers) workers on \(options.socketPath.map { "unix:" + $0 } ?? "systemd's socket")")
+        }
         while !stopping {
             while workers.count < options.workers && !stopping { start() }
             guard case .child(let pid, let end) = Sys.awaitChildOrSignal() else { continue }
@@ -274,7 +314,7 @@ package enum FastCGIProgram {
 
     /// The upkeep in a child of the worker (reaped by the system): the
     /// worker goes on to its next request. Without a child, it runs here.
-    private static func upkeepInChild(_ name: String, _ upkeep: Upkeep, _ accepted: FileDescriptor, _ listening: FileDescriptor) {
+    static func upkeepInChild(_ name: String, _ upkeep: Upkeep, _ accepted: FileDescriptor, _ listening: FileDescriptor) {
         let pid: Int32
         do {
             pid = try Sys.fork()

@@ -44,9 +44,14 @@ package struct WaitHost: Sendable {
     /// places for waiting requests (`Capacity`), for a client at `address`
     /// (`REMOTE_ADDR`; `nil` or empty: none counted).
     func limit(seconds: Int, address: String?) -> WaitLimit {
-        allow(seconds)
         var share: WaitShare?
         if let perAddress, let address, !address.isEmpty { share = WaitShare(address: address, places: perAddress) }
+        if let holder = WaitLoop.holder {
+            // Held by the FastCGI mode's loop for waits, which counts the
+            // places, and has no alarm to move.
+            return WaitLimit(seconds: seconds, places: Capacity.loopWaits, share: share, holder: holder)
+        }
+        allow(seconds)
         return WaitLimit(seconds: seconds, places: Capacity.waitingAtOnce, answerPaths: answerPaths(), share: share)
     }
 }

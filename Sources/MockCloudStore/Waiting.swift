@@ -17,12 +17,32 @@ package struct WaitLimit: Sendable {
     /// The part of the box's places the client's address may hold; `nil`:
     /// none counted by address (a test, a tool, a box behind a proxy).
     package let share: WaitShare?
+    /// Who holds the wait: this process, asleep, or a process that holds
+    /// many at once.
+    package let holder: Holder
 
-    package init(seconds: Int, places: Int, answerPaths: [FileDescriptor] = [], share: WaitShare? = nil) {
+    /// Who holds a wait while nothing is new.
+    package enum Holder: Sendable {
+        /// The process that asked, asleep on its own watch, holding one of
+        /// the box's places (a CGI program, a FastCGI worker).
+        case sleeping
+        /// A process that holds many waits (the FastCGI mode's event loop):
+        /// `follow` arms its watch of the file (under the root) and takes the
+        /// wait's place, or throws the `WaitError` that refuses it; then one
+        /// look, and with nothing new, `WaitHeld` is thrown: the holder
+        /// answers the request later, by running it again.
+        case holding(follow: @Sendable (_ limit: WaitLimit, _ file: String, _ root: String) throws -> Void)
+        /// The wait is over: one last look, and its answer, whatever it is.
+        case lastLook
+    }
+
+    package init(seconds: Int, places: Int, answerPaths: [FileDescriptor] = [], share: WaitShare? = nil,
+                 holder: Holder = .sleeping) {
         deadline = Sys.monotonicNanos() + Int64(seconds) * 1_000_000_000
         self.places = places
         self.answerPaths = answerPaths
         self.share = share
+        self.holder = holder
     }
 
     /// Runs `isDone` again after each change on the way to `file` (a path
@@ -32,6 +52,16 @@ package struct WaitLimit: Sendable {
     /// look takes what it needs). Takes one of the box's `places`, within
     /// its address's share, for as long as it sleeps.
     package func waitForChange(of file: String, under root: String, _ isDone: () throws -> Bool) throws {
+        switch holder {
+        case .sleeping: break
+        case .lastLook:
+            _ = try isDone()
+            return
+        case .holding(let follow):
+            try follow(self, file, root)
+            if try isDone() { return }
+            throw WaitHeld()
+        }
         var watch: ChangeWatch
         do {
             watch = try ChangeWatch()
@@ -57,6 +87,13 @@ package struct WaitLimit: Sendable {
             if wake != .changed { return }
         }
     }
+}
+
+/// Thrown by a wait whose holder is another process's loop
+/// (`WaitLimit.Holder.holding`) when nothing is new yet: the request is
+/// answered later, by the holder.
+package struct WaitHeld: Error {
+    package init() {}
 }
 
 /// One client address's part of the box's places for waiting requests: an
@@ -160,7 +197,7 @@ package enum Waiting {
 
     /// A failure to set up the watch: out of inotify instances or watches
     /// (another kind of "too many waiting"), or the reading failure it is.
-    static func failure(_ error: SystemError, places atOnce: Int) -> any Error {
+    package static func failure(_ error: SystemError, places atOnce: Int) -> any Error {
         switch error.errno {
         case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noSpace, .outOfMemory:
             return WaitError.tooManyWaiting(limit: atOnce)

@@ -13,8 +13,8 @@ import Glibc
 /// costs one look and a missed change is impossible once `follow` returned.
 package struct ChangeWatch {
     private let fd: FileDescriptor
-    /// Each watch's name: the entry of its folder that leads to a followed file.
-    private var names: [Int32: String] = [:]
+    /// Each watch's names: the entries of its folder that lead to a followed file.
+    private var names: [Int32: Set<String>] = [:]
 
     /// What a watched folder reports: its entries' changes and its own end.
     private static let events = UInt32(IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_DELETE
@@ -36,15 +36,27 @@ package struct ChangeWatch {
         Sys.close(fd)
     }
 
+    /// What one `follow` watches: a folder's watch, for one of its entries.
+    package struct Followed: Hashable, Sendable {
+        package let watch: Int32
+        package let name: String
+    }
+
+    /// The instance's descriptor, readable when events are queued (for a
+    /// process that sleeps on it among other descriptors).
+    package var descriptor: FileDescriptor { fd }
+
     /// Watches the way to `file` (a path under `root`, which must exist):
     /// the deepest folder of it that exists now, for the next name.
-    package mutating func follow(_ file: String, under root: String) throws {
+    @discardableResult
+    package mutating func follow(_ file: String, under root: String) throws -> Followed {
         var folder = Sys.parent(of: file)
         var name = Self.lastComponent(of: file)
         while true {
             do {
-                names[try Inotify.addWatch(fd, folder, Self.events | Self.flags)] = name
-                return
+                let watch = try Inotify.addWatch(fd, folder, Self.events | Self.flags)
+                names[watch, default: []].insert(name)
+                return Followed(watch: watch, name: name)
             } catch let error as SystemError
                 where [.noSuchFileOrDirectory, .notDirectory].contains(error.errno) && folder.utf8.count > root.utf8.count
             {
@@ -84,15 +96,52 @@ package struct ChangeWatch {
     /// Reads every queued event; true when one concerns a followed file.
     private mutating func readEvents() throws -> Bool {
         var relevant = false
+        try readEvents { _ in relevant = true }
+        return relevant
+    }
+
+    /// Reads every queued event and hands on each one that concerns a
+    /// followed file: its `Followed` (each of a watched folder that went
+    /// away), or `nil` when any of them may have changed (events were lost).
+    private mutating func readEvents(_ touched: (Followed?) -> Void) throws {
         try Inotify.drain(fd) { watch, mask, name in
-            if mask & Self.lost != 0 {
+            if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                touched(nil)
+            } else if mask & Self.lost != 0 {
+                // The watch's end (the ignored event of one `unfollow` removed
+                // concerns nobody any more).
+                for wanted in names[watch] ?? [] { touched(Followed(watch: watch, name: wanted)) }
                 if mask & UInt32(IN_IGNORED) != 0 { names[watch] = nil }
-                relevant = true
-            } else if let wanted = names[watch], name.elementsEqual(wanted.utf8) {
-                relevant = true
+            } else if let wanted = names[watch] {
+                let entry = String(decoding: name, as: UTF8.self)
+                if wanted.contains(entry) { touched(Followed(watch: watch, name: entry)) }
             }
         }
-        return relevant
+    }
+
+    /// What the queued events concern, for a process that follows many
+    /// files on one instance: the `Followed` they touched, or `nil` when
+    /// every followed file may have changed. Each one's holder looks again
+    /// (and follows again), as `sleep`'s caller does.
+    package mutating func changes() throws -> Set<Followed>? {
+        var touched: Set<Followed>? = []
+        try readEvents { followed in
+            if let followed { touched?.insert(followed) } else { touched = nil }
+        }
+        return touched
+    }
+
+    /// Stops watching for `followed` (nobody waits on it any more): its
+    /// folder's watch ends with its last name.
+    package mutating func unfollow(_ followed: Followed) {
+        guard var wanted = names[followed.watch] else { return }
+        wanted.remove(followed.name)
+        if wanted.isEmpty {
+            names[followed.watch] = nil
+            _ = inotify_rm_watch(fd.rawValue, followed.watch)
+        } else {
+            names[followed.watch] = wanted
+        }
     }
 
     /// What follows the last `/` of `path`.

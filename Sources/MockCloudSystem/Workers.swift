@@ -188,7 +188,7 @@ extension Sys {
 
 /// `accept4(2)`, a GNU extension that Glibc's module leaves out, bound by its C symbol.
 @_silgen_name("accept4")
-private func systemAccept4(_ fd: Int32, _ address: UnsafeMutableRawPointer?, _ length: UnsafeMutableRawPointer?, _ flags: Int32) -> Int32
+func systemAccept4(_ fd: Int32, _ address: UnsafeMutableRawPointer?, _ length: UnsafeMutableRawPointer?, _ flags: Int32) -> Int32
 
 /// `prctl(2)`, variadic in C, bound by its C symbol with its five arguments.
 @_silgen_name("prctl")

@@ -29,13 +29,14 @@ import Testing
         #expect(try Self.processes(in: dropIn, command: "ExecStart=/usr/sbin/fcgiwrap") == Capacity.fcgiwrapProcesses)
     }
 
-    /// FastCGI mode: each program's pool for waits has as many workers as
-    /// fcgiwrap has processes in CGI mode (the places, and room to refuse).
-    @Test func theLaunchersPoolsForWaitsHaveFcgiwrapsNumberOfWorkers() throws {
+    /// FastCGI mode: the launcher's loops for waits hold, when nothing is
+    /// set, what `Capacity` says (and the settings list shows).
+    @Test func theLaunchersLoopsForWaitsHoldCapacitysWaits() throws {
         let launcher = try repositoryFile("nginx/mockcloud-nginx.sh")
-        let line = try #require(launcher.split(separator: "\n").first { $0.contains("*-waits ]]; then printf") })
-        let count = try #require(line.components(separatedBy: "printf '").dropFirst().first?.prefix { $0.isNumber })
-        #expect(Int(count) == Capacity.fcgiwrapProcesses)
+        #expect(launcher.contains("FASTCGI_WAITS=\"${MOCKCLOUD_FASTCGI_WAITS:-\(Capacity.loopWaits)}\""))
+        #expect(launcher.contains(
+            "FASTCGI_WAITS_PER_ADDRESS=\"${MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS:-\(Capacity.loopWaitsPerAddress)}\""))
+        #expect(launcher.contains("--waits \"$((10#$FASTCGI_WAITS))\""))
     }
 
     @Test func nginxCapsOneAddressAtItsShareAndSaysSo() throws {

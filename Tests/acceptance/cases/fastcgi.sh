@@ -1,8 +1,8 @@
 # The FastCGI mode (docs/OPERATIONS.md, "FastCGI mode") through nginx + TLS +
-# curl, a smoke run: the same answers as the CGI mode, a read that waits
-# never takes a request's worker, a worker killed in the middle of a request
-# answers it in JSON and the pool puts another in its place, and stop leaves
-# nothing running. The broad suites run in both modes elsewhere.
+# curl, a smoke run: the same answers as the CGI mode, reads that wait held
+# by each program's one event loop (many at once, all answered by one write,
+# the per-address share refused at once, a client that leaves freeing its
+# place), a loop that dies replaced, and stop leaves nothing running. The broad suites run in both modes elsewhere.
 
 # The pool's workers (children of the master PID in RUN/POOL.pid).
 pool_workers() {
@@ -17,15 +17,22 @@ pool_workers() {
     done
 }
 
-# A worker of POOL that has an inotify instance open: one that waits.
-waiting_worker() {
-    local pid
-    for pid in $(pool_workers "$1"); do
-        if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q inotify; then printf '%s' "$pid"; return; fi
+# The sockets PID holds open (the loop's: its listening socket and one per
+# connection from nginx, each a held wait).
+sockets_of() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'socket:' || true; }
+
+# Waits until the loop PID holds COUNT sockets; false after ~10 s.
+loop_holds() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        [[ "$(sockets_of "$1")" == "$2" ]] && return 0
+        sleep 0.05
     done
+    return 1
 }
 
-start_stack fastcgi MOCKCLOUD_MODE=fastcgi MOCKCLOUD_FASTCGI_WORKERS=1 || fail "could not start the FastCGI stack"
+start_stack fastcgi MOCKCLOUD_MODE=fastcgi MOCKCLOUD_FASTCGI_WORKERS=1 MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS=6 ||
+    fail "could not start the FastCGI stack"
 fastcgi_run="$RUN"
 
 it "FastCGI mode: the routes answer as in CGI mode, with no fcgiwrap"
@@ -44,43 +51,78 @@ for pool in user-settings user-settings-waits inbox inbox-waits; do
     [[ -S "$fastcgi_run/fastcgi/$pool.sock" ]] || fail "no socket for the $pool pool"
 done
 
-it "FastCGI mode: two waits beside one settings worker, and every other request is answered"
-held wait1 "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
-held wait2 "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
+it "FastCGI mode: one process holds every wait; one write answers them all; the share is refused at once; a client that leaves frees its place"
+loop="$(pool_workers user-settings-waits)"
+[[ "$(wc -w <<<"$loop")" == 1 ]] || fail "the waits pool runs $(wc -w <<<"$loop") processes, expected its one loop"
+ls -l "/proc/$loop/fd" 2>/dev/null | grep -q inotify || fail "the loop has no inotify instance"
+for i in 1 2 3 4 5 6; do
+    held "near$i" "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
+    held "far$i" "/user/settings?wait=30" --interface 127.0.0.2 -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
+done
+loop_holds "$loop" 13 || fail "the loop holds $(sockets_of "$loop") sockets, expected its socket and 12 waits"
+# A seventh from 127.0.0.1 is past its share (6): refused at once, as in CGI mode.
+expect 429 GET "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
+[[ "$(last_header Retry-After)" == 5 ]] || fail "the refused wait has no Retry-After: 5"
+# Every other request is answered beside them.
 for i in 1 2 3; do expect 200 GET /user/settings -H 'X-User-Key: fc1'; done
+# A client that leaves frees its place at once: another from its address is held.
+kill "$HELD_near6"
+wait "$HELD_near6" 2>/dev/null || true
+loop_holds "$loop" 12 || fail "the loop still holds $(sockets_of "$loop") sockets after a client left"
+held near7 "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
+loop_holds "$loop" 13 || fail "the loop did not take the wait in the freed place"
 expect 200 PUT /user/settings -H 'X-User-Key: fc1' -H 'Content-Type: application/json' \
     --data '{"updatedAt": "20260518T044305.095000Z", "a": 2}'
-collect wait1
-[[ "$HELD_STATUS" == 200 ]] || fail "the first wait answered $HELD_STATUS, expected 200 after the write"
-collect wait2
-[[ "$HELD_STATUS" == 200 ]] || fail "the second wait answered $HELD_STATUS, expected 200 after the write"
-tag="$(python3 -c 'import sys; print([l.split(":",1)[1].strip() for l in open(sys.argv[1]) if l.lower().startswith("etag:")][0])' "$WORK/wait1.headers")"
+for name in near1 near2 near3 near4 near5 near7 far1 far2 far3 far4 far5 far6; do
+    collect "$name"
+    [[ "$HELD_STATUS" == 200 ]] || fail "the wait $name answered $HELD_STATUS, expected 200 after the write"
+    grep -q '"a": *2' "$WORK/$name.body" || fail "the wait $name answered $(head -c 200 "$WORK/$name.body")"
+done
+loop_holds "$loop" 1 || fail "the loop still holds $(sockets_of "$loop") sockets after answering"
+tag="$(python3 -c 'import sys; print([l.split(":",1)[1].strip() for l in open(sys.argv[1]) if l.lower().startswith("etag:")][0])' "$WORK/near1.headers")"
+# A wait whose time runs out answers as an ordinary read then: 304.
+expect 304 GET "/user/settings?wait=1" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
+loop_holds "$loop" 1 || fail "the loop still holds $(sockets_of "$loop") sockets after the time-out"
 
-it "FastCGI mode: a worker killed mid-request answers that request in JSON (500, changed no) and is replaced"
+it "FastCGI mode: a feed wait in the inbox's loop is answered by the write it waited for"
+expect 200 GET /inbox -H 'X-User-Key: fc1'
+anchor="$(anchor_of <"$WORK/body")"
+held feed "/inbox?anchor=$anchor&wait=30" -H 'X-User-Key: fc1'
+inbox_loop="$(pool_workers inbox-waits)"
+loop_holds "$inbox_loop" 2 || fail "the inbox's loop holds $(sockets_of "$inbox_loop") sockets, expected its socket and the wait"
+expect 201 PUT /inbox/m2 -H 'X-User-Key: fc1' -H 'X-Sync-Version: 1' -H 'Content-Type: application/json' --data '{"n": 2}'
+collect feed
+[[ "$HELD_STATUS" == 200 ]] || fail "the feed wait answered $HELD_STATUS"
+python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); assert [m["id"] for m in d["messages"]] == ["m2"], d' \
+    "$WORK/feed.body" || fail "the feed wait answered $(head -c 300 "$WORK/feed.body")"
+
+it "FastCGI mode: a loop that dies gives its waits an error in JSON; another takes its place and the next wait is held"
 held crash "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
-worker=""
+loop_holds "$loop" 2 || fail "the loop did not take the wait"
+kill -SEGV "$loop"
+collect crash
+[[ "$HELD_STATUS" == 502 ]] || fail "the wait of the dead loop answered $HELD_STATUS, expected 502"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))["error"]' "$WORK/crash.body" ||
+    fail "not a JSON error: $(head -c 200 "$WORK/crash.body")"
 for ((i = 0; i < 200; i++)); do
-    worker="$(waiting_worker user-settings-waits)"
-    [[ -z "$worker" ]] || break
+    grep -q "worker $loop ended by signal 11" "$fastcgi_run/logs/user-settings-waits.log" && break
     sleep 0.05
 done
-if [[ -z "$worker" ]]; then
-    fail "no worker of the waits pool began the wait"
-else
-    kill -SEGV "$worker"
-    collect crash
-    [[ "$HELD_STATUS" == 500 ]] || fail "the killed request answered $HELD_STATUS, expected 500"
-    [[ "$(cat "$WORK/crash.body")" == '{"error": "internal error; see the server log", "changed": "no"}' ]] ||
-        fail "body: $(cat "$WORK/crash.body")"
-    grep -q "the program crashed (fatal signal)" "$fastcgi_run/logs/error.log" || fail "no crash line in nginx's error.log"
-    grep -q "worker $worker ended by signal 11" "$fastcgi_run/logs/user-settings-waits.log" ||
-        fail "the master did not log the signal: $(tail -n 3 "$fastcgi_run/logs/user-settings-waits.log")"
-    for ((i = 0; i < 200; i++)); do
-        [[ "$(pool_workers user-settings-waits | wc -l)" == 64 ]] && break
-        sleep 0.05
-    done
-    [[ "$(pool_workers user-settings-waits | wc -l)" == 64 ]] || fail "the waits pool is not whole again"
-fi
+grep -q "worker $loop ended by signal 11" "$fastcgi_run/logs/user-settings-waits.log" ||
+    fail "the master did not log the signal: $(tail -n 3 "$fastcgi_run/logs/user-settings-waits.log")"
+loop=""
+for ((i = 0; i < 200; i++)); do
+    loop="$(pool_workers user-settings-waits)"
+    [[ -z "$loop" ]] || break
+    sleep 0.05
+done
+[[ -n "$loop" ]] || fail "no loop in the waits pool again"
+held again "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
+loop_holds "$loop" 2 || fail "the new loop did not take the wait"
+expect 200 PUT /user/settings -H 'X-User-Key: fc1' -H 'Content-Type: application/json' \
+    --data '{"updatedAt": "20260518T044306.095000Z", "a": 3}'
+collect again
+[[ "$HELD_STATUS" == 200 ]] || fail "the wait after the restart answered $HELD_STATUS"
 expect 200 GET /user/settings -H 'X-User-Key: fc1'
 
 it "FastCGI mode: stop leaves no pool, worker or nginx behind"
