@@ -150,7 +150,7 @@ extension WaitError: HTTPResponseError {
         case .addressHoldsItsShare(let share):
             return "too many waiting requests from this address: \(share.places) already "
                 + (share.places == 1 ? "waits" : "wait") + " for changes, "
-                + "its share of the server's \(Capacity.waitingAtOnce) places (MOCKCLOUD_WAITS_PER_ADDRESS); "
+                + "its share of the server's \(share.ofTotal ?? Capacity.waitingAtOnce) places (\(share.setting)); "
                 + "retry after \(Capacity.retryAfterSeconds) seconds, or end a wait it no longer needs"
         }
     }

@@ -239,7 +239,8 @@ enum WaitLoop {
             if held >= capacity { throw WaitError.tooManyWaiting(limit: capacity) }
             let address = limit.share?.address ?? ""
             if !address.isEmpty, heldByAddress[address, default: 0] >= perAddress {
-                throw WaitError.addressHoldsItsShare(WaitShare(address: address, places: perAddress))
+                throw WaitError.addressHoldsItsShare(WaitShare(
+                    address: address, places: perAddress, ofTotal: capacity, setting: "MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS"))
             }
             connection.place = address
             connection.deadline = limit.deadline

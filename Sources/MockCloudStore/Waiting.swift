@@ -105,10 +105,17 @@ package struct WaitShare: Sendable, Equatable {
     package let address: String
     /// The waits it may hold at once.
     package let places: Int
+    /// The places of the whole server, and the setting that sets `places`,
+    /// for the refusal's sentence (the CGI mode's 48 and
+    /// `MOCKCLOUD_WAITS_PER_ADDRESS`, or the FastCGI loop's own).
+    package let ofTotal: Int?
+    package let setting: String
 
-    package init(address: String, places: Int) {
+    package init(address: String, places: Int, ofTotal: Int? = nil, setting: String = "MOCKCLOUD_WAITS_PER_ADDRESS") {
         self.address = address
         self.places = places
+        self.ofTotal = ofTotal
+        self.setting = setting
     }
 }
 

@@ -53,6 +53,9 @@ import Testing
         close(refusedFD)
         #expect(refused.status == 429)
         #expect(refused.text.contains("Retry-After: 5"))
+        // Its sentence names the loop's share and setting, not the CGI mode's.
+        #expect(refused.text.contains("120 already wait"), "\(refused.text)")
+        #expect(refused.text.contains("(MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS)"), "\(refused.text)")
         // A client that leaves frees its place at once: the next is held.
         close(held.removeFirst())
         #expect(Self.holds(loop, idle + 179))
