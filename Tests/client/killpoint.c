@@ -99,25 +99,19 @@ int unlink(const char *path) {
     return real(path);
 }
 
-int open(const char *path, int flags, ...) {
-    REAL(open);
-    va_list rest;
-    va_start(rest, flags);
-    mode_t mode = (flags & O_CREAT) ? va_arg(rest, mode_t) : 0;
-    va_end(rest);
-    if (under(path) && (flags & (O_CREAT | O_WRONLY | O_RDWR))) step();
-    return real(path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...) {
-    REAL(open64);
-    va_list rest;
-    va_start(rest, flags);
-    mode_t mode = (flags & O_CREAT) ? va_arg(rest, mode_t) : 0;
-    va_end(rest);
-    if (under(path) && (flags & (O_CREAT | O_WRONLY | O_RDWR))) step();
-    return real(path, flags, mode);
-}
+/* open and open64 alike: a step when it may create or write. */
+#define OPENING(name)                                                        \
+    int name(const char *path, int flags, ...) {                             \
+        REAL(name);                                                          \
+        va_list rest;                                                        \
+        va_start(rest, flags);                                               \
+        mode_t mode = (flags & O_CREAT) ? va_arg(rest, mode_t) : 0;          \
+        va_end(rest);                                                        \
+        if (under(path) && (flags & (O_CREAT | O_WRONLY | O_RDWR))) step(); \
+        return real(path, flags, mode);                                      \
+    }
+OPENING(open)
+OPENING(open64)
 
 int unlinkat(int at, const char *path, int flags) {
     REAL(unlinkat);
