@@ -89,7 +89,7 @@ job() {
 # the API check (the CGI mode's are). The rest in make test-all.
 FASTCGI=(env -u MOCKCLOUD_API_RECORD MOCKCLOUD_TEST_MODE=fastcgi)
 FASTCGI_CASES=()
-for case in settings inbox bulk conditional patch lww fieldmerge hostile signing tokens launcher; do
+for case in settings inbox hostile launcher; do
     FASTCGI_CASES+=("Tests/acceptance/cases/$case.sh")
 done
 job acceptance "" Tests/acceptance/run.sh
