@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets into .build/fuzz/ (see Tests/Fuzz/README.md).
+# Builds the libFuzzer targets into .build/fuzz/ (see Tests/Fuzz/README.md;
+# FUZZ_OPTIMIZE=-Onone: into .build/fuzz/onone/, see targets.sh).
 # The libraries are compiled once with coverage + AddressSanitizer and
 # -enable-testing (so targets reach internal decoders through @testable
 # import); each target then links FuzzSupport.swift + its own file against them.
@@ -13,12 +14,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 source Tests/Fuzz/targets.sh
 sources="${FUZZ_SOURCES:-Sources}"
-out="${FUZZ_OUT:-.build/fuzz}"
+out="$fuzz_built"
 lib="$out/lib"
 mkdir -p "$lib"
 
 # -g: file:line in stack traces; the toolchain's lld: gold warns about ASan symbols.
-flags=(-O -g -sanitize=fuzzer,address -swift-version 6 -package-name MockCloud
+flags=("$FUZZ_OPTIMIZE" -g -sanitize=fuzzer,address -swift-version 6 -package-name MockCloud
     -parse-as-library -use-ld=lld -I "$sources/COpenSSL" -I "$sources/CStartup/include")
 
 newer_than() { # newer_than FILE PATH... : true when FILE is missing or older than any PATH

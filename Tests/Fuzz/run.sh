@@ -7,6 +7,7 @@
 #   Tests/Fuzz/run.sh [seconds]      seconds per target (default 10; `make fuzz`: 60)
 #   FUZZ_TARGETS="json cgi args"     a subset (default: all, see targets.sh)
 #   FUZZ_JOBS=2                      targets fuzzed at once (default 2)
+#   FUZZ_OPTIMIZE=-Onone             the quick build (make test's; see targets.sh)
 #
 # New corpus entries go to .build/fuzz/corpus/<target>/ (kept between runs);
 # the seeds in Tests/Fuzz/corpus/ are only read. A crash, hang, leak or failed
@@ -45,7 +46,7 @@ failed=0
 for target in "${targets[@]}"; do
     for file in Tests/Fuzz/regressions/"$target"/*; do
         [[ -f "$file" ]] || continue
-        if "$out/$target" -runs=1 "$file" > "$out/logs/replay.log" 2>&1; then
+        if "$fuzz_built/$target" -runs=1 "$file" > "$out/logs/replay.log" 2>&1; then
             passed=$((passed + 1))
         else
             failed=$((failed + 1))
@@ -59,7 +60,7 @@ fuzz_one() {
     local target="$1" log="$out/logs/$1.log"
     mkdir -p "$out/corpus/$target" "$out/artifacts/$target"
     # shellcheck disable=SC2046
-    "$out/$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    "$fuzz_built/$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         $(fuzz_options "$target") -artifact_prefix="$out/artifacts/$target/" \
         "$out/corpus/$target" "Tests/Fuzz/corpus/$target" > "$log" 2>&1
     echo $? > "$log.status"

@@ -20,6 +20,9 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$REPO"
 [[ ! -d /opt/swift/usr/bin ]] || PATH="/opt/swift/usr/bin:$PATH"
 HERE=Tests/api-break
+# The tests' build flags (TEST_BUILD): with others, SwiftPM would rebuild
+# the modules make test's build left in .build.
+source Tests/support/test-build.sh
 release="$(tr -d '[:space:]' <"$HERE/release")"
 
 echo "-- MockCloudClient's API (and MockCloudWire's) keeps the $(tr -d '[:space:]' <VERSION) release's (commit $release)"
@@ -38,7 +41,7 @@ fail() {
     echo "      line above to $HERE/allowed.txt and say it in CHANGELOG.md."
     failed=$((failed + 1))
 }
-if swift package diagnose-api-breaking-changes "$release" --products MockCloudClient \
+if swift package "${TEST_BUILD[@]}" diagnose-api-breaking-changes "$release" --products MockCloudClient \
     --baseline-dir "$HERE/baseline" --breakage-allowlist-path "$HERE/allowed.txt" >"$log" 2>&1; then
     grep -E "No breaking changes|breaking change" "$log" | tail -n 3
     passed=$((passed + 1))
@@ -48,7 +51,7 @@ else
 fi
 
 # MockCloudWire, from the modules SwiftPM's run has just built.
-modules="$(swift build --show-bin-path)/Modules"
+modules="$(swift build "${TEST_BUILD[@]}" --show-bin-path)/Modules"
 public_only() {  # the dump $1 without its internal (package) declarations, into $2
     python3 - "$1" "$2" <<'PY'
 import json, sys
