@@ -118,28 +118,12 @@ final class SentLog {
                     written += UInt64(line.count)
                 }
                 try put(SyncJournal.line(Self.headerOpening + Array("\(live)}".utf8)))
-                var next = 0
-                while next < entries.count {
-                    var batch: [SyncQueue.Entry] = []
-                    var bytes = 0
-                    while next < entries.count, batch.count < SyncJournal.compactedRecordItems,
-                        batch.isEmpty || bytes + (entries[next].body?.count ?? 0) <= SyncJournal.compactedRecordBytes
-                    {
-                        bytes += entries[next].body?.count ?? 0
-                        batch.append(entries[next])
-                        next += 1
-                    }
-                    try put(SyncJournal.line(SyncRecord.enqueue(try load(batch)).json))
+                for batch in SyncJournal.recordRuns(entries) {
+                    try put(SyncJournal.line(SyncRecord.enqueue(try load(Array(batch))).json))
                 }
             }
         }
-        try? handle.close()
-        do {
-            handle = try Platform.openForUpdating(path)
-        } catch {
-            broken = "cannot open \(path) again after compacting it (\(error)); open the engine again"
-            throw error
-        }
+        try SyncJournal.reopen(&handle, path, after: "compacting", broken: &broken)
         size = written
     }
 }

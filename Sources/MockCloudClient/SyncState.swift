@@ -405,6 +405,41 @@ final class SyncJournal {
     static let compactedRecordItems = 1000
     static let compactedRecordBytes = 1 << 20
 
+    /// `entries` in the runs a rewritten file holds a record each: at most
+    /// `compactedRecordItems`, and their bodies at most
+    /// `compactedRecordBytes` (one larger body alone).
+    static func recordRuns(_ entries: [SyncQueue.Entry]) -> [ArraySlice<SyncQueue.Entry>] {
+        var runs: [ArraySlice<SyncQueue.Entry>] = []
+        var start = 0
+        while start < entries.count {
+            var end = start
+            var bytes = 0
+            while end < entries.count, end - start < compactedRecordItems,
+                end == start || bytes + (entries[end].body?.count ?? 0) <= compactedRecordBytes
+            {
+                bytes += entries[end].body?.count ?? 0
+                end += 1
+            }
+            runs.append(entries[start..<end])
+            start = end
+        }
+        return runs
+    }
+
+    /// After a rewrite renamed a new file over `path`: `handle` closed and
+    /// opened on the new file. When it cannot be, `broken` says so (the
+    /// file's owner refuses to go on until opened again) and the error is
+    /// thrown.
+    static func reopen(_ handle: inout FileHandle, _ path: String, after rewriting: String, broken: inout String?) throws {
+        try? handle.close()
+        do {
+            handle = try Platform.openForUpdating(path)
+        } catch {
+            broken = "cannot open \(path) again after \(rewriting) it (\(error)); open the engine again"
+            throw error
+        }
+    }
+
     /// Opens (or starts) the journal in `directory` and reads it into a
     /// queue. Throws `local` naming the file when it is damaged: a record
     /// whose checksum does not match, that is not JSON, or that this
@@ -642,25 +677,15 @@ final class SyncJournal {
             let header = SyncRecord.header(userKey: userKey.rawValue, numbered: queue.lastNumber)
             _ = try put(header.json)
             rebuilt.apply(header)
-            let entries = queue.uploadsInOrder
-            var next = 0
-            while next < entries.count {
+            for batch in Self.recordRuns(queue.uploadsInOrder) {
                 var json = SyncRecord.enqueueOpening
-                var batch: [SyncQueue.Entry] = []
                 var bodies: [Range<Int>?] = []
-                var bytes = 0
-                while next < entries.count, batch.count < Self.compactedRecordItems,
-                    batch.isEmpty || bytes + (entries[next].body?.count ?? 0) <= Self.compactedRecordBytes
-                {
-                    let entry = entries[next]
-                    next += 1
+                for entry in batch {
                     var item = BulkRequest.Item.delete(entry.id)
                     if let version = entry.version, let span = entry.body {
                         item = .put(entry.id, version: version, body: try Platform.read(handle, at: span.offset, count: span.count, path: path))
-                        bytes += span.count
                     }
-                    bodies.append(SyncRecord.appendItem(number: entry.number, item, first: batch.isEmpty, to: &json))
-                    batch.append(entry)
+                    bodies.append(SyncRecord.appendItem(number: entry.number, item, first: bodies.isEmpty, to: &json))
                 }
                 let at = try put(json + SyncRecord.enqueueClosing)
                 rebuilt.add(zip(batch, bodies).map { entry, body in
@@ -682,13 +707,7 @@ final class SyncJournal {
                 rebuilt.apply(record)
             }
         }
-        try? handle.close()
-        do {
-            handle = try Platform.openForUpdating(path)
-        } catch {
-            broken = "cannot open \(path) again after rewriting it (\(error)); open the engine again"
-            throw error
-        }
+        try Self.reopen(&handle, path, after: "rewriting", broken: &broken)
         size = written
         queue = rebuilt
         broken = nil

@@ -162,14 +162,20 @@ extension Sys {
             let left = deadline - monotonicNanos()
             if left <= 0 { return false }
             let milliseconds = Int32(clamping: (left + 999_999) / 1_000_000)
-            for i in fds.indices { fds[i].revents = 0 }
-            let ready = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), milliseconds) }
-            if ready > 0 { return true }
-            if ready < 0 {
-                let code = Glibc.errno
-                if code != EINTR { throw SystemError("poll", errno: code) }
-            }
+            if let ready = try pollOnce(&fds, milliseconds: milliseconds), ready > 0 { return true }
         }
+    }
+
+    /// One `poll(2)` of `fds` for at most `milliseconds` (-1: no limit),
+    /// their `revents` cleared first: how many are ready (0 when the time
+    /// ran out), or nil when a signal ended it.
+    package static func pollOnce(_ fds: inout [pollfd], milliseconds: Int32) throws -> Int? {
+        for i in fds.indices { fds[i].revents = 0 }
+        let ready = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), milliseconds) }
+        guard ready < 0 else { return Int(ready) }
+        let code = Glibc.errno
+        if code == EINTR { return nil }
+        throw SystemError("poll", errno: code)
     }
 
     /// Nanoseconds on the monotonic clock: for deadlines, which a change of

@@ -86,13 +86,7 @@ extension Sys {
         var fds = entries.map {
             pollfd(fd: $0.fd.rawValue, events: Int16(POLLIN) | ($0.wantsWrite ? Int16(POLLOUT) : 0), revents: 0)
         }
-        let ready = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), milliseconds) }
-        if ready < 0 {
-            let code = Glibc.errno
-            if code == EINTR { return }
-            throw SystemError("poll", errno: code)
-        }
-        guard ready > 0 else { return }
+        guard let ready = try Sys.pollOnce(&fds, milliseconds: milliseconds), ready > 0 else { return }
         for i in entries.indices {
             let events = fds[i].revents
             entries[i].readable = events & Int16(POLLIN) != 0
