@@ -90,6 +90,21 @@ below() {
                 for (d = 0; p != "" && p != 0 && d < 64; d++) { if (p == root) { print pid; break } p = parent[p] } } }'
 }
 
+# eventually SECONDS COMMAND...: runs COMMAND every 0.1 s until it
+# succeeds (true) or SECONDS have passed (false): for what the system will
+# do soon, so that a check waits no longer than it must and a hang ends.
+eventually() {
+    local until=$((SECONDS + $1))
+    shift
+    until "$@"; do
+        ((SECONDS < until)) || return 1
+        sleep 0.1
+    done
+}
+
+# prints TEXT COMMAND...: true when COMMAND prints TEXT (for eventually).
+prints() { [[ "$("${@:2}")" == "$1" ]]; }
+
 PASSED=0
 FAILED=0
 CASE_NAME=""

@@ -48,11 +48,11 @@ for w in 1 2 3 4 5 6 7 8; do
     writers+=($!)
 done
 # Let the writers get going, then back up under their feet.
-for ((i = 0; i < 200; i++)); do
+writers_going() {
     (($(find "$DATA/inbox/hammer/messages" -name '*.json' 2>/dev/null | wc -l) >= 40)) &&
-        [[ -e "$DATA/user_settings/hammer-settings.json" ]] && break
-    sleep 0.1
-done
+        [[ -e "$DATA/user_settings/hammer-settings.json" ]]
+}
+eventually 20 writers_going
 "$BACKUP" backup "$DATA" "$WORK/hammer.tar" >"$WORK/backup.out" 2>&1 || fail "backup failed: $(cat "$WORK/backup.out")"
 running=0
 for pid in "${writers[@]}"; do kill -0 "$pid" 2>/dev/null && running=$((running + 1)); done

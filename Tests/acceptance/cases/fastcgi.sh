@@ -22,14 +22,7 @@ pool_workers() {
 sockets_of() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'socket:' || true; }
 
 # Waits until the loop PID holds COUNT sockets; false after ~10 s.
-loop_holds() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        [[ "$(sockets_of "$1")" == "$2" ]] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+loop_holds() { eventually 10 prints "$2" sockets_of "$1"; }
 
 start_stack fastcgi MOCKCLOUD_MODE=fastcgi MOCKCLOUD_FASTCGI_WORKERS=1 MOCKCLOUD_FASTCGI_WAITS_PER_ADDRESS=6 ||
     fail "could not start the FastCGI stack"
@@ -104,19 +97,10 @@ collect crash
 [[ "$HELD_STATUS" == 502 ]] || fail "the wait of the dead loop answered $HELD_STATUS, expected 502"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))["error"]' "$WORK/crash.body" ||
     fail "not a JSON error: $(head -c 200 "$WORK/crash.body")"
-for ((i = 0; i < 200; i++)); do
-    grep -q "worker $loop ended by signal 11" "$fastcgi_run/logs/user-settings-waits.log" && break
-    sleep 0.05
-done
-grep -q "worker $loop ended by signal 11" "$fastcgi_run/logs/user-settings-waits.log" ||
+eventually 10 grep -q "worker $loop ended by signal 11" "$fastcgi_run/logs/user-settings-waits.log" ||
     fail "the master did not log the signal: $(tail -n 3 "$fastcgi_run/logs/user-settings-waits.log")"
-loop=""
-for ((i = 0; i < 200; i++)); do
-    loop="$(pool_workers user-settings-waits)"
-    [[ -z "$loop" ]] || break
-    sleep 0.05
-done
-[[ -n "$loop" ]] || fail "no loop in the waits pool again"
+loop_again() { loop="$(pool_workers user-settings-waits)"; [[ -n "$loop" ]]; }
+eventually 10 loop_again || fail "no loop in the waits pool again"
 held again "/user/settings?wait=30" -H 'X-User-Key: fc1' -H "If-None-Match: $tag"
 loop_holds "$loop" 2 || fail "the new loop did not take the wait"
 expect 200 PUT /user/settings -H 'X-User-Key: fc1' -H 'Content-Type: application/json' \

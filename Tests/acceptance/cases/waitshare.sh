@@ -42,28 +42,18 @@ PYTHON
 
 # until_held ADDRESS COUNT: waits until 127.0.0.ADDRESS holds COUNT places
 # (requests sent in the background reach their programs); false if it never does.
-until_held() {
-    local i
-    for ((i = 0; i < 300; i++)); do
-        [[ "$(held_places "$1")" == "$2" ]] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+until_held() { eventually 30 prints "$2" held_places "$1"; }
 
 # until_answered COUNT NAME...: waits until COUNT of the held requests NAME...
 # have their answers (the refusals come at once; the bound only ends a run
 # that went wrong), and sets ANSWERED to their names.
-until_answered() {
-    local want="$1" i name
+until_answered() { eventually 60 some_answered "$@"; }
+some_answered() {
+    local want="$1" name
     shift
-    for ((i = 0; i < 600; i++)); do
-        ANSWERED=()
-        for name in "$@"; do answered "$name" && ANSWERED+=("$name"); done
-        ((${#ANSWERED[@]} >= want)) && return 0
-        sleep 0.1
-    done
-    return 1
+    ANSWERED=()
+    for name in "$@"; do answered "$name" && ANSWERED+=("$name"); done
+    ((${#ANSWERED[@]} >= want))
 }
 
 # a_wait_is_held ADDRESS COUNT: COUNT waits from ADDRESS at once, each held
