@@ -91,7 +91,6 @@ for case in settings inbox hostile launcher; do
     FASTCGI_CASES+=("Tests/acceptance/cases/$case.sh")
 done
 job acceptance "" Tests/acceptance/run.sh
-BUILD=1 job "build (tests)" "" swift build --build-tests "${TEST_BUILD[@]}"
 job stress "" Tests/stress/short.sh
 # The watch part's large folder: 50,000 files in make test-all, 5,000 here
 # (the box syncs each message: the 50,000 take minutes).
@@ -141,7 +140,7 @@ needs() {
 # A need that names no job would never end: the run would wait for good.
 for name in "${JOBS[@]}"; do
     while IFS= read -r need; do
-        [[ -n "${COMMAND[$need]:-}" || "$need" == api-packages ]] || {
+        [[ -n "${COMMAND[$need]:-}" || "$need" == api-packages || "$need" == "build (tests)" ]] || {
             echo "Tests/run-all.sh: the job \"$name\" needs \"$need\", which is no job" >&2
             exit 2
         }
@@ -321,9 +320,15 @@ report() {
 # ---------------------------------------------------------------- run
 
 started=$SECONDS
-# The API suite's Python packages (from PyPI on a fresh clone) while the programs build.
+# The API suite's Python packages (from PyPI on a fresh clone) while the
+# programs build; and the tests' debug build beside the release build (in
+# a folder of its own, .build/tests: SwiftPM builds one thing at a time in
+# a folder), so that the Swift tests, which wait on it, are not the last to
+# end.
 echo api-packages >>"$logs/builds"
 start api-packages packaging/deps.sh api
+echo "build (tests)" >>"$logs/builds"
+start "build (tests)" swift build --build-tests "${TEST_BUILD[@]}"
 echo release >>"$logs/builds"
 echo release >>"$logs/started"
 if step release make --no-print-directory install; then

@@ -12,4 +12,7 @@
 #   (20 CPU-seconds more).
 # The index store stays: SwiftPM's test discovery on Linux reads it, even
 # when every test is Swift Testing's (without it the build fails).
-TEST_BUILD=(--explicit-target-dependency-import-check error -Xswiftc -gnone -Xswiftc -driver-batch-count -Xswiftc 1)
+# - .build/tests: make test builds the tests beside the release build, and
+#   SwiftPM builds one thing at a time in a folder.
+TEST_BUILD=(--scratch-path .build/tests --explicit-target-dependency-import-check error
+    -Xswiftc -gnone -Xswiftc -driver-batch-count -Xswiftc 1)
