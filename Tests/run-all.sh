@@ -24,11 +24,12 @@
 #                   (MOCKCLOUD_TEST_MODE=fastcgi), and its own stress test
 #                   (workers killed mid-request, the pool whole again)
 #
-# Once the release build is done, up to MOCKCLOUD_TEST_JOBS suites (default
-# 4: most of them wait on stacks, sleeps and timeouts more than they
-# compute) run at once, the longest first, each when what it needs has
-# ended (the Swift tests their build; api (answers) the acceptance
-# cases). Each
+# The tests' debug build starts at once, beside the release build. Once
+# the release build is done, up to MOCKCLOUD_TEST_JOBS steps (default 5,
+# the tests' build counted while it runs: most suites wait on stacks,
+# sleeps and timeouts more than they compute) run at once, the longest
+# first, each when what it needs has ended (the Swift tests their build;
+# api (answers) the acceptance cases). Each
 # suite writes to a log of its own, printed whole when the suite ends, then
 # a line with its counts, its seconds and the CPU seconds of every process
 # it started (its stacks included: Tests/support/reap.py); a process it left
@@ -47,7 +48,7 @@ export PATH
 
 ALL=0
 [[ "${1:-}" != --all ]] || ALL=1
-SLOTS="${MOCKCLOUD_TEST_JOBS:-4}"
+SLOTS="${MOCKCLOUD_TEST_JOBS:-5}"
 
 logs="$(mktemp -d)"
 cleanup() {
@@ -105,9 +106,10 @@ job "fastcgi chaos" "" Tests/stress/fastcgi.py
 # against a stack of its own, beside the acceptance cases; then against
 # the answers they kept.
 job api api-packages Tests/api/run.sh service
-# Built at -Onone: a few seconds a target need no speed, and the -O build
-# would cost make test 90 more CPU-seconds (make fuzz and fuzz-long build it).
-job fuzz "" env FUZZ_OPTIMIZE=-Onone Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-5}"
+# Built at -Onone: two seconds a target (every reproducer replayed first)
+# need no speed, and the -O build would cost make test 90 more CPU-seconds
+# (make fuzz and fuzz-long build it, and fuzz each target for a minute).
+job fuzz "" env FUZZ_OPTIMIZE=-Onone Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-2}"
 job "swift test" "build (tests)" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
 job "api (answers)" "acceptance,api-packages" Tests/api/run.sh answers
 job dependent "" Tests/dependent/run.sh

@@ -52,7 +52,7 @@ if [[ "$MODE" == full ]]; then
     WRITERS=16 INCREMENTS=20 PUTS=12 FEED_OPS=40 EXTRA=(--direct "$MOCKCLOUD_CGI_BIN" --stuck)
     RACE_ROUNDS=3 FAULT_N=() FAULT_WHICH="every occurrence"
 else
-    HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150 BULK_ROUNDS=20
+    HOSTILE_REQUESTS=400 CRASH_OPS=300 CRASH_HMAC_OPS=150 BULK_ROUNDS=10
     WRITERS=16 INCREMENTS=3 PUTS=3 FEED_OPS=10 EXTRA=()
     # Every storage system call, each failed at its first two, middle and
     # last two occurrences: ~1,600 checks in 34 s on 2 quiet cores; every
