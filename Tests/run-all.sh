@@ -6,19 +6,18 @@
 #   api-break       MockCloudClient's public API against the last release's
 #   formats         the harness's change-log format against the programs
 #   acceptance      shell cases through nginx + fcgiwrap + TLS
-#   api             docs/openapi.yaml: the document, schemathesis and the
-#                   merge's convergence against a stack of its own
+#   api             docs/openapi.yaml: the document, schemathesis (examples
+#                   and coverage) and the merge's convergence against a
+#                   stack of its own
 #   api (answers)   every answer the acceptance cases got, against the
 #                   document (so after acceptance)
 #   client (PART)   mockcloud-sync and MockCloudClient against real stacks,
-#                   in five parts (Tests/client/run.py --part)
+#                   in four parts (Tests/client/run.py --part)
 #   reinstall       make install's step into a cgi-bin a stack serves from
-#   dependent       an app's package adds MockCloudClient by version
 #   instructions    callgrind instruction budgets of the programs
 #   symbol-order    Benchmarks/symbol-order.txt not stale
 #   stress          the short stress run (hostile, crashes, faults, races, disk full)
 #   package         the Debian package's contents and maintainer scripts
-#   fuzz            every fuzz reproducer replayed, each target fuzzed briefly
 #   ... (fastcgi)   the FastCGI mode: the acceptance cases and a client part
 #                   named in docs/TESTING.md against stacks in that mode
 #                   (MOCKCLOUD_TEST_MODE=fastcgi), and its own stress test
@@ -38,9 +37,11 @@
 #
 #   Tests/run-all.sh            what `make test` runs (after packaging/deps.sh test)
 #   Tests/run-all.sh --all      also the long runs (`make test-all`): make
-#                               stress, fuzz, flood and testssl, and every
-#                               acceptance case, the API and every client
-#                               part in the FastCGI mode
+#                               stress, fuzz, flood and testssl, every fuzz
+#                               reproducer, the dependent package, the API's
+#                               fuzzing phase, the client's URLSession part,
+#                               and every acceptance case, the API and every
+#                               client part in the FastCGI mode
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [[ ! -d /opt/swift/usr/bin ]] || PATH="/opt/swift/usr/bin:$PATH"
@@ -93,26 +94,30 @@ for case in settings inbox hostile launcher; do
 done
 job acceptance "" Tests/acceptance/run.sh
 job stress "" Tests/stress/short.sh
+# One pip at a time in .build/venv: after api-packages. The document
+# against a stack of its own, beside the acceptance cases; then against
+# the answers they kept. Schemathesis's examples and coverage phases here,
+# its fuzzing phase in make test-all (70 s of make test's cores).
+if ((ALL)); then
+    job api api-packages Tests/api/run.sh service
+else
+    job api api-packages env MOCKCLOUD_API_PHASES=examples,coverage Tests/api/run.sh service
+fi
 # The watch part's large folder: 50,000 files in make test-all, 5,000 here
-# (the box syncs each message: the 50,000 take minutes).
+# (the box syncs each message: the 50,000 take minutes). The library over
+# URLSessionTransport (FoundationNetworking on Linux, itself over libcurl)
+# in make test-all: make test runs the same checks over CurlTransport.
 LARGE_FOLDER=(env MOCKCLOUD_LARGE_FOLDER="$( ((ALL)) && echo 50000 || echo 5000)")
-for part in tool urlsession curl watch waits; do
+CLIENT_PARTS=(tool curl watch waits)
+((ALL == 0)) || CLIENT_PARTS+=(urlsession)
+for part in "${CLIENT_PARTS[@]}"; do
     job "client ($part)" "" "${LARGE_FOLDER[@]}" Tests/client/run.py --part "$part"
 done
 job "acceptance (fastcgi)" "" "${FASTCGI[@]}" Tests/acceptance/run.sh "${FASTCGI_CASES[@]}"
 job "client (fastcgi)" "" "${FASTCGI[@]}" Tests/client/run.py --part curl
 job "fastcgi chaos" "" Tests/stress/fastcgi.py
-# One pip at a time in .build/venv: after api-packages. The document
-# against a stack of its own, beside the acceptance cases; then against
-# the answers they kept.
-job api api-packages Tests/api/run.sh service
-# Built at -Onone: two seconds a target (every reproducer replayed first)
-# need no speed, and the -O build would cost make test 90 more CPU-seconds
-# (make fuzz and fuzz-long build it, and fuzz each target for a minute).
-job fuzz "" env FUZZ_OPTIMIZE=-Onone Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-2}"
 job "swift test" "build (tests)" env MOCKCLOUD_BIN_DIR="$PWD/cgi-bin" swift test --skip-build "${TEST_BUILD[@]}"
 job "api (answers)" "acceptance,api-packages" Tests/api/run.sh answers
-job dependent "" Tests/dependent/run.sh
 job package "" Tests/package/run.sh
 # SwiftPM again, in the same .build: after the tests' build and run.
 job api-break "swift test" Tests/api-break/run.sh
@@ -121,6 +126,13 @@ job instructions "" Tests/budget/instructions.sh
 job formats "" Tests/support/check_formats.py
 job symbol-order "" Tests/budget/symbol-order.sh
 if ((ALL)); then
+    # Every fuzz reproducer replayed and each target fuzzed briefly (built
+    # at -Onone: a few seconds a target need no speed), then for a minute
+    # each (the -O build); an app's package adding MockCloudClient by
+    # version. In make test-all only: their builds (40 and 35 CPU-seconds)
+    # do not fit make test's ten minutes on 2 cores.
+    job fuzz "" env FUZZ_OPTIMIZE=-Onone Tests/Fuzz/run.sh "${MOCKCLOUD_FUZZ_SECONDS:-2}"
+    job dependent "" Tests/dependent/run.sh
     job "acceptance (fastcgi, all)" "" "${FASTCGI[@]}" Tests/acceptance/run.sh
     job "api (fastcgi)" api-packages "${FASTCGI[@]}" Tests/api/run.sh service
     for part in tool urlsession watch waits; do

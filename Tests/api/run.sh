@@ -171,8 +171,11 @@ if [[ "$MODE" == fuzz ]]; then
     st_args[-1]=$((FUZZ_SECONDS - fuzz_part))
     run_st stateful "schemathesis: chains along the links for ${st_args[-1]}s (seed $SEED)"
 else
-    run_st examples,coverage,fuzzing \
-        "schemathesis: the examples, coverage cases and fuzzed requests get answers as docs/openapi.yaml says (seed $SEED)"
+    # MOCKCLOUD_API_PHASES: make test's examples,coverage (the fuzzing
+    # phase, 70 s of its cores, is make test-all's and make api's).
+    phases="${MOCKCLOUD_API_PHASES:-examples,coverage,fuzzing}"
+    run_st "$phases" \
+        "schemathesis: the ${phases//,/, } phases' requests get answers as docs/openapi.yaml says (seed $SEED)"
     # The stateful phase on its own, and for 20 s: bounded by examples alone
     # it stops after a varying few dozen scenarios, which may miss a link.
     st_args+=(--max-time 20)

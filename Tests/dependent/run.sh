@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An app adds MockCloudClient by version (part of make test; a minute): this
+# An app adds MockCloudClient by version (part of make test-all; a minute): this
 # tree, as it is now, becomes a git repository tagged with the VERSION
 # file's version in a temporary folder; a new package depends on it with
 # `.package(url: "file://…", from: VERSION)` and builds and runs a program that uses the MockCloudClient
