@@ -158,7 +158,15 @@ package enum FastCGIProgram {
         }
         Sys.unblockAllSignals()
         Sys.holdMasterSignals(onStop: { _ in FastCGIProgram.stopping = true })
-        var workers: Set<Int32> = []
+        var workers: [Int32: Int64] = [:]    // pid -> when it started (monotonic ns)
+        // Workers that failed on their own (a crash, an exit with an error;
+        // not SIGKILL or SIGTERM from outside, not a request's crash that
+        // LastWords answered) within a second of their start, in a row, and
+        // the time before which no other starts: a worker that cannot start
+        // (a broken setup) is started again later each time, 0.1 s doubling
+        // to 10 s, not in a loop that fills the log.
+        var quickEnds = 0
+        var notBefore: Int64 = 0
         func start() {
             do {
                 let pid = try Sys.fork()
@@ -171,7 +179,7 @@ package enum FastCGIProgram {
                     }
                     work(listening, options, name: name, bodyLimit: bodyLimit, handler)
                 }
-                workers.insert(pid)
+                workers[pid] = Sys.monotonicNanos()
             } catch {
                 CGIProgram.log(name, "cannot start a worker (trying again in a second): \(error)")
                 Sys.sleep(milliseconds: 1000)
@@ -184,24 +192,46 @@ package enum FastCGIProgram {
             CGIProgram.log(name, "FastCGI: \(options.workers) workers on \(options.socketPath.map { "unix:" + $0 } ?? "systemd's socket")")
         }
         while !stopping {
-            while workers.count < options.workers && !stopping { start() }
-            guard case .child(let pid, let end) = Sys.awaitChildOrSignal() else { continue }
-            guard workers.remove(pid) != nil else { continue }
+            let wait = notBefore - Sys.monotonicNanos()
+            if wait <= 0 {
+                while workers.count < options.workers && !stopping { start() }
+            }
+            let short = workers.count < options.workers && wait > 0
+            guard case .child(let pid, let end) = Sys.awaitChildOrSignal(milliseconds: short ? Int((wait + 999_999) / 1_000_000) : nil),
+                let began = workers.removeValue(forKey: pid)
+            else { continue }
+            let how: String
+            var failed = true
             switch end {
-            case .signaled(let signal): CGIProgram.log(name, "worker \(pid) ended by \(Sys.signalName(signal)); starting another")
+            case .signaled(let signal):
+                how = "ended by \(Sys.signalName(signal))"
+                failed = signal != Sys.kill && signal != Sys.terminate
             case .exited(let status) where status > 128 && status <= 128 + 64:
                 // LastWords answered its request, then ended it as the signal would have.
-                CGIProgram.log(name, "worker \(pid) ended by \(Sys.signalName(status - 128)) (its request answered); starting another")
-            case .exited(let status) where status != 0:
-                CGIProgram.log(name, "worker \(pid) exited with status \(status); starting another")
-            case .exited: break    // recycled after --max-requests
+                how = "ended by \(Sys.signalName(status - 128)) (its request answered)"
+                failed = false
+            case .exited(let status) where status != 0: how = "exited with status \(status)"
+            case .exited:    // recycled after --max-requests
+                quickEnds = 0
+                continue
             }
+            let now = Sys.monotonicNanos()
+            guard failed, now - began < 1_000_000_000 else {
+                quickEnds = 0
+                CGIProgram.log(name, "worker \(pid) \(how); starting another")
+                continue
+            }
+            quickEnds += 1
+            let delay = min(100 << min(quickEnds - 1, 7), 10_000)
+            notBefore = now + Int64(delay) * 1_000_000
+            CGIProgram.log(name, "worker \(pid) \(how) within a second of its start, \(quickEnds) in a row; "
+                + "starting another in \(delay / 1000).\(delay % 1000 / 100) s")
         }
-        for pid in workers { Sys.send(Sys.terminate, to: pid) }
+        for pid in workers.keys { Sys.send(Sys.terminate, to: pid) }
         while !workers.isEmpty {
             switch Sys.awaitChildOrSignal() {
-            case .child(let pid, _): workers.remove(pid)
-            case .signal: continue
+            case .child(let pid, _): workers.removeValue(forKey: pid)
+            case .signal, .timedOut: continue
             case .noChildren: workers.removeAll()
             }
         }

@@ -35,6 +35,13 @@ enum LastWords {
             Sys.exitFromHandler(1)
         }
         Sys.onFault { number in
+            // No answer left to give (a FastCGI worker between requests, or
+            // the process's own answer already begun): a line that says so,
+            // and the signal's own end, which the master logs as a crash.
+            if LastWords.answerBegun {
+                LastWords.log("mockcloud: the program crashed (fatal signal) with no answer left to give (between requests, or its own answer begun)\n")
+                Sys.dieFromHandler(by: number)
+            }
             // The line first: nginx reads no FastCGI stderr after the request's end.
             LastWords.log(LastWords.crashLog)
             LastWords.say(WriteProgress.mayHaveChanged ? LastWords.crash.maybe : LastWords.crash.unchanged)

@@ -160,6 +160,19 @@ extension Sys {
         _ = Glibc.write(fd, text.utf8Start, text.utf8CodeUnitCount)
     }
 
+    /// Ends the process by the signal `number` itself, as if nothing had
+    /// caught it (its default action: a parent sees the signal): what a
+    /// signal handler may do.
+    package static func dieFromHandler(by number: Int32) -> Never {
+        _ = signal(number, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, number)
+        _ = sigprocmask(SIG_UNBLOCK, &set, nil)
+        _ = raise(number)
+        _exit(128 + number)    // not reached: the default action of a fault ends the process
+    }
+
     /// Ends the process at once (`_exit(2)`: no cleanup, no flushing): what
     /// a signal handler may do.
     package static func exitFromHandler(_ status: Int32) -> Never {

@@ -83,6 +83,8 @@ extension Sys {
         case signal
         /// No child is left to wait for.
         case noChildren
+        /// The time given ran out first.
+        case timedOut
     }
 
     /// Waits for a child to end or a signal to come, without the race of a
@@ -90,18 +92,26 @@ extension Sys {
     /// and SIGCHLD blocked (`holdMasterSignals`), so a signal that comes
     /// after its check stays pending until `sigsuspend` lets it through
     /// here, and the wait returns instead of sleeping on with a stop unseen.
-    package static func awaitChildOrSignal() -> Wake {
+    /// With `milliseconds`, it waits no longer than that (`pselect` lets the
+    /// signals through as `sigsuspend` does, with a time limit).
+    package static func awaitChildOrSignal(milliseconds: Int? = nil) -> Wake {
         var status: Int32 = 0
         let pid = waitpid(-1, &status, WNOHANG)
         if pid > 0 {
             let signal = status & 0x7f
             return .child(pid: pid, end: signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal))
         }
-        if pid < 0 && errno == ECHILD { return .noChildren }
+        // With no child, a timed wait still sleeps its time (a master
+        // waiting to start one): only an untimed one would sleep for good.
+        if pid < 0 && errno == ECHILD && milliseconds == nil { return .noChildren }
         var open = sigset_t()
         sigemptyset(&open)
-        _ = sigsuspend(&open)    // returns once a handler has run
-        return .signal
+        guard let milliseconds else {
+            _ = sigsuspend(&open)    // returns once a handler has run
+            return .signal
+        }
+        var limit = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        return pselect(0, nil, nil, nil, &limit, &open) == 0 ? .timedOut : .signal
     }
 
     /// A master's signals: SIGTERM and SIGINT run `onStop` (which sets a

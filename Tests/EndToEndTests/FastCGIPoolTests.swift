@@ -154,6 +154,62 @@ import Testing
         #expect(kill(worker, 0) == -1 && errno == ESRCH)
     }
 
+    /// The next worker that is not one of `seen`, within 5 s.
+    func newWorker(besides seen: [Int32]) throws -> Int32 {
+        for _ in 0..<500 {
+            if let worker = workers().first(where: { !seen.contains($0) }) { return worker }
+            usleep(10_000)
+        }
+        throw POSIXError(.ESRCH)
+    }
+
+    @Test func aWorkerThatKeepsFailingAtItsStartIsStartedAgainLaterEachTimeAndAStopStillComesAtOnce() throws {
+        // A worker that crashes (SIGSEGV, no request to answer) within a
+        // second of its start, in a row: 0.1 s, then 0.2 s, 0.4 s, ...
+        var stopped = false
+        defer { if !stopped { stop() } }
+        var seen: [Int32] = []
+        for _ in 0..<3 {
+            let worker = try newWorker(besides: seen)
+            seen.append(worker)
+            kill(worker, SIGSEGV)
+        }
+        // After the third the pool is whole again, and serves.
+        seen.append(try newWorker(besides: seen))
+        #expect(try exchange(params("GET", headers: ["X-User-Key": "u1"])).status == 404)
+        let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+        for (count, delay) in [(1, "0.1"), (2, "0.2"), (3, "0.4")] {
+            #expect(lines.contains { $0.contains("within a second of its start, \(count) in a row; starting another in \(delay) s") },
+                    "\(lines)")
+        }
+        // A worker that lived a second ends the run of failures: the next
+        // starts at once.
+        let served = try #require(seen.last)
+        usleep(1_100_000)
+        kill(served, SIGSEGV)
+        // Six more in a row make the next wait 3.2 s; a stop during it comes at once.
+        for _ in 0..<6 {
+            let worker = try newWorker(besides: seen)
+            seen.append(worker)
+            kill(worker, SIGSEGV)
+        }
+        usleep(500_000)
+        let after = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(after.contains { $0.contains("worker \(served) ended by signal \(SIGSEGV)") && $0.hasSuffix("; starting another") },
+                "\(after)")
+        #expect(after.contains { $0.contains("6 in a row; starting another in 3.2 s") }, "\(after)")
+        // It sleeps through its waits: a master that spun would use them.
+        let stat = try String(contentsOfFile: "/proc/\(master)/stat", encoding: .utf8)
+        let fields = stat[stat.range(of: ") ", options: .backwards)!.upperBound...].split(separator: " ")
+        let ticks = (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)    // utime + stime
+        #expect(ticks < 50, "the master used \(ticks) clock ticks of CPU over 5 s of waits")
+        let asked = Date()
+        kill(master, SIGTERM)
+        #expect(waitForMaster() == 0, "the master's wait status")
+        stopped = true
+        #expect(Date().timeIntervalSince(asked) < 2, "the stop waited out the 3.2 s")
+    }
+
     @Test func maxRequestsOneServesEachRequestInAWorkerOfItsOwn() throws {
         stop()    // this instance's own pool: the test needs one that recycles
         let pool = try FastCGIPoolTests(extra: ["--max-requests", "1"])
