@@ -81,8 +81,11 @@ nginx_workers() {
     local master
     master="$(cat "$1" 2>/dev/null)"
     [[ "$master" =~ ^[0-9]+$ && "$(proc_field "$master" Name)" == nginx ]] || return 0
-    awk -v master="$master" '$1 == "PPid:" && $2 == master { split(FILENAME, path, "/"); print path[3] } $1 == "PPid:" { nextfile }' \
-        /proc/[0-9]*/status 2>/dev/null
+    # cat, not awk, opens the files: awk stops at the first one whose
+    # process ended after the glob (any CGI request's, on a busy box), and
+    # the workers after it would go unchecked. Pid comes before PPid.
+    cat /proc/[0-9]*/status 2>/dev/null |
+        awk -v master="$master" '$1 == "Pid:" { pid = $2 } $1 == "PPid:" && $2 == master { print pid }'
 }
 
 # -- programs
