@@ -174,6 +174,9 @@ MOCKCLOUD_TEST_BASE=https://127.0.0.1:8443 MOCKCLOUD_TEST_CACERT="$ca" MOCKCLOUD
 acceptance=$?
 grep -E 'passed, ' "$WORK/acceptance-fastcgi.out"
 grep '^FAIL' -A3 "$WORK/acceptance-fastcgi.out"
+# What the pools said, when a case failed (each pool's log: start_unit.py's
+# line, then the program's stderr).
+((acceptance == 0)) || tail -n 15 "$WORK"/pool-*.log
 check [ "$acceptance" == 0 ]
 
 say "the FastCGI mode: the pools serve as www-data, and doctor checks their units: exit 0"

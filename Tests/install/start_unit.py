@@ -18,7 +18,8 @@ What is read and done, as systemd does it:
     LISTEN_FDS=1 and LISTEN_PID (this process's id, which the execs keep);
   - the service: Environment= and EnvironmentFile= (a leading `-`: optional),
     ExecStart= (an empty one resets the list, as a drop-in does), User=,
-    Group=, UMask=, with drop-ins applied in file-name order after the unit;
+    Group=, UMask=, LimitNOFILE= (SOFT[:HARD], a number or infinity), with
+    drop-ins applied in file-name order after the unit;
   - the specifiers %i (the instance), %I (unescaped), %f (unescaped, with a
     leading /) and %%; any other specifier is an error;
   - ExecStart's `${VAR}` becomes one word, `$VAR` the words of its value;
@@ -30,13 +31,17 @@ know) is an error: the test must not pass on a unit it misread.
 """
 import os
 import re
+import resource
 import shlex
 import socket
 import sys
 
 UNITS = "/lib/systemd/system"
 DROP_IN_BASES = (UNITS, "/etc/systemd/system")  # lowest priority first
-SERVICE_KEYS = {"Environment", "EnvironmentFile", "ExecStart", "User", "Group", "UMask"}
+SERVICE_KEYS = {"Environment", "EnvironmentFile", "ExecStart", "User", "Group", "UMask", "LimitNOFILE"}
+# The resource limits the service sets ({resource: (soft, hard)}), applied
+# to this process before it becomes the service (exec keeps them).
+LIMITS = {}
 # Applied by systemd, not here: the sandbox of mockcloud-sync-push@.service
 # (its system calls are held to SystemCallFilter= by Tests/client/watch.py,
 # under strace) and what systemd does when the process ends.
@@ -149,6 +154,11 @@ def service(template, instance):
             group = value
         elif key == "UMask":
             umask = int(value, 8)
+        elif key == "LimitNOFILE":
+            def number(text):
+                return resource.RLIM_INFINITY if text == "infinity" else int(text)
+            soft, _, hard = value.partition(":")
+            LIMITS[resource.RLIMIT_NOFILE] = (number(soft), number(hard or soft))
     if len(exec_start) != 1:
         fail("%s has %d ExecStart lines after its drop-ins" % (unit, len(exec_start)))
     return expand(exec_start[0], environment), environment, user, group or user, umask
@@ -201,5 +211,14 @@ clean = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
          "USER=" + user, "LOGNAME=" + user, "HOME=" + account[5], "SHELL=" + account[6]] + listening
 clean += ["%s=%s" % item for item in sorted(environment.items())]
 os.umask(umask)
+for limit, (soft, hard) in LIMITS.items():
+    try:
+        resource.setrlimit(limit, (soft, hard))
+    except (ValueError, OSError):
+        # A sandbox that keeps even root below it: as high as it allows
+        # (systemd, PID 1 on the box, sets the unit's own).
+        _, allowed = resource.getrlimit(limit)
+        print("start_unit.py: the limit %d:%d lowered to %d, the most this machine allows" % (soft, hard, allowed), flush=True)
+        resource.setrlimit(limit, (allowed, allowed))
 os.execvp("chroot", ["chroot", ROOT, "setpriv", "--reuid=" + user, "--regid=" + group, "--init-groups",
                      "--inh-caps=-all", "--", "env", "-i"] + clean + argv)
